@@ -1,0 +1,307 @@
+//! The CI lanes: what each runs and how long it may take.
+//!
+//! `cargo xtask ci` runs [`ALL`] in order and stops at the first failure.
+//! xtask alone adds `-D warnings`; the lint lists live in `Cargo.toml`.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+use crate::cmd::Cmd;
+use crate::{mpi, project_root};
+
+/// One CI lane.
+#[derive(Debug)]
+pub(crate) struct Lane {
+    pub(crate) name: &'static str,
+    pub(crate) what: &'static str,
+    /// The watchdog limit for the whole lane.
+    pub(crate) limit: Duration,
+    run: fn(&LaneRun) -> Result<()>,
+}
+
+/// A lane while it runs: builds commands whose timeout is what is left of
+/// the lane's limit.
+#[derive(Debug)]
+pub(crate) struct LaneRun {
+    name: &'static str,
+    deadline: Instant,
+}
+
+impl LaneRun {
+    pub(crate) fn new(name: &'static str, limit: Duration) -> Self {
+        Self {
+            name,
+            deadline: Instant::now() + limit,
+        }
+    }
+
+    pub(crate) fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// A command with the rest of this lane's time as its limit.
+    pub(crate) fn cmd(&self, program: &str) -> Cmd {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        Cmd::new(self.name, program).timeout(left.max(Duration::from_secs(1)))
+    }
+
+    /// `cargo` with the given arguments.
+    pub(crate) fn cargo<I, S>(&self, args: I) -> Cmd
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        self.cmd("cargo").args(args)
+    }
+}
+
+impl Lane {
+    pub(crate) fn run(&self) -> Result<()> {
+        (self.run)(&LaneRun::new(self.name, self.limit))
+    }
+}
+
+const fn minutes(n: u64) -> Duration {
+    Duration::from_secs(n * 60)
+}
+
+/// Every lane, in CI order.
+pub(crate) const ALL: &[Lane] = &[
+    Lane {
+        name: "fmt",
+        what: "cargo fmt --check",
+        limit: minutes(3),
+        run: fmt,
+    },
+    Lane {
+        name: "clippy",
+        what: "clippy -D warnings, default then with MPI",
+        limit: minutes(20),
+        run: clippy,
+    },
+    Lane {
+        name: "doc",
+        what: "rustdoc -D warnings",
+        limit: minutes(15),
+        run: doc,
+    },
+    Lane {
+        name: "test",
+        what: "cargo test (unit, integration, doc, repo checks)",
+        limit: minutes(25),
+        run: test,
+    },
+    Lane {
+        name: "examples",
+        what: "run every non-MPI example",
+        limit: minutes(10),
+        run: examples,
+    },
+    Lane {
+        name: "msrv",
+        what: "build and test on Rust 1.85.0",
+        limit: minutes(25),
+        run: msrv,
+    },
+    Lane {
+        name: "nostd",
+        what: "dinah-core on thumbv7em, no std/alloc in its tree",
+        limit: minutes(10),
+        run: nostd,
+    },
+    Lane {
+        name: "mpi",
+        what: "MPI tests under mpirun at 1, 2 and 4 ranks",
+        limit: minutes(20),
+        run: mpi_lane,
+    },
+    Lane {
+        name: "bench-smoke",
+        what: "every benchmark once, briefly",
+        limit: minutes(20),
+        run: bench_smoke,
+    },
+];
+
+/// Looks a lane up by name.
+pub(crate) fn find(name: &str) -> Result<&'static Lane> {
+    ALL.iter().find(|lane| lane.name == name).with_context(|| {
+        let names: Vec<_> = ALL.iter().map(|lane| lane.name).collect();
+        format!("no lane named `{name}`; lanes are: {}", names.join(", "))
+    })
+}
+
+/// The packages that need MPI; every lane but the MPI ones leaves them out.
+const MPI_PACKAGES: &[&str] = &["dinah-mpi"];
+
+fn exclude_mpi() -> Vec<String> {
+    let mut args = vec!["--workspace".to_owned()];
+    for package in MPI_PACKAGES {
+        args.push("--exclude".to_owned());
+        args.push((*package).to_owned());
+    }
+    args
+}
+
+/// The MSRV toolchain, as `cargo +1.85.0`.
+pub(crate) const MSRV: &str = "1.85.0";
+/// The no_std target the core must build for.
+pub(crate) const NOSTD_TARGET: &str = "thumbv7em-none-eabihf";
+
+fn fmt(lane: &LaneRun) -> Result<()> {
+    lane.cargo(["fmt", "--all", "--check"]).run()?;
+    for manifest in standalone_manifests() {
+        lane.cargo(["fmt", "--check", "--manifest-path"])
+            .arg(manifest)
+            .run()?;
+    }
+    Ok(())
+}
+
+fn clippy(lane: &LaneRun) -> Result<()> {
+    lane.cargo(["clippy"])
+        .args(exclude_mpi())
+        .args(["--all-targets", "--", "-D", "warnings"])
+        .run()?;
+    mpi::require_toolchain(lane.name())?;
+    lane.cargo([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--all-features",
+        "--",
+        "-D",
+        "warnings",
+    ])
+    .run()
+}
+
+fn doc(lane: &LaneRun) -> Result<()> {
+    mpi::require_toolchain(lane.name())?;
+    lane.cargo(["doc", "--no-deps", "--workspace", "--all-features"])
+        .env("RUSTDOCFLAGS", "-D warnings")
+        .run()
+}
+
+fn test(lane: &LaneRun) -> Result<()> {
+    lane.cargo(["test"]).args(exclude_mpi()).run()
+}
+
+fn examples(lane: &LaneRun) -> Result<()> {
+    let examples = example_names(&project_root().join("examples"))?;
+    let runnable: Vec<_> = examples
+        .iter()
+        .filter(|name| !name.starts_with("mpi_"))
+        .collect();
+    if runnable.is_empty() {
+        bail!("lane `examples`: no examples found under examples/");
+    }
+    for name in runnable {
+        lane.cargo(["run", "--release", "--example"])
+            .arg(name)
+            .run()?;
+    }
+    Ok(())
+}
+
+fn msrv(lane: &LaneRun) -> Result<()> {
+    let toolchain = format!("+{MSRV}");
+    let mut excludes = exclude_mpi();
+    excludes.extend(["--exclude".to_owned(), "xtask".to_owned()]);
+    lane.cargo([toolchain.as_str(), "build", "--all-targets"])
+        .args(&excludes)
+        .run()?;
+    lane.cargo([toolchain.as_str(), "test"])
+        .args(&excludes)
+        .run()?;
+    mpi::require_toolchain(lane.name())?;
+    lane.cargo([
+        toolchain.as_str(),
+        "build",
+        "--all-targets",
+        "--package",
+        "dinah-mpi",
+    ])
+    .run()
+}
+
+/// Every feature combination `dinah-core` offers to no_std users.
+const CORE_FEATURE_SETS: &[&[&str]] = &[&[], &["portable-atomic-critical-section"]];
+
+fn nostd(lane: &LaneRun) -> Result<()> {
+    for features in CORE_FEATURE_SETS {
+        let mut cmd = lane.cargo([
+            "build",
+            "--package",
+            "dinah-core",
+            "--target",
+            NOSTD_TARGET,
+            "--no-default-features",
+        ]);
+        if !features.is_empty() {
+            cmd = cmd.arg("--features").arg(features.join(","));
+        }
+        cmd.run()?;
+    }
+    // The link check: a `#![no_std]` binary with its own panic handler that
+    // depends on dinah-core. If anything in the tree links `std`, the build
+    // fails with a duplicate `panic_impl` lang item; if anything needs
+    // `alloc`, it fails for want of a global allocator.
+    let check = project_root().join("ci/nostd-check/Cargo.toml");
+    lane.cargo(["build", "--manifest-path"]).arg(&check).run()?;
+    lane.cargo(["build", "--manifest-path"])
+        .arg(&check)
+        .args(["--target", NOSTD_TARGET])
+        .run()
+}
+
+fn mpi_lane(lane: &LaneRun) -> Result<()> {
+    mpi::run_tests(lane)
+}
+
+fn bench_smoke(lane: &LaneRun) -> Result<()> {
+    let benches = crate::bench::bench_names()?;
+    if benches.is_empty() {
+        bail!("lane `bench-smoke`: no benchmarks found under benches/");
+    }
+    // `--test` makes criterion (and the custom harnesses) run every
+    // benchmark once without measuring.
+    lane.cargo(["bench", "--benches"])
+        .args(exclude_mpi())
+        .args(["--", "--test"])
+        .run()
+}
+
+/// Manifests of the standalone crates that `--workspace` does not reach.
+fn standalone_manifests() -> Vec<PathBuf> {
+    ["ci/nostd-check/Cargo.toml", "fuzz/Cargo.toml"]
+        .iter()
+        .map(|path| project_root().join(path))
+        .filter(|path| path.is_file())
+        .collect()
+}
+
+/// The names of the examples in `dir` (files `*.rs`), sorted.
+pub(crate) fn example_names(dir: &Path) -> Result<Vec<String>> {
+    rust_file_stems(dir)
+}
+
+/// The stems of the `*.rs` files directly in `dir`, sorted.
+pub(crate) fn rust_file_stems(dir: &Path) -> Result<Vec<String>> {
+    let mut names = Vec::new();
+    if !dir.is_dir() {
+        return Ok(names);
+    }
+    for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|ext| ext == "rs") {
+            if let Some(stem) = path.file_stem() {
+                names.push(stem.to_string_lossy().into_owned());
+            }
+        }
+    }
+    names.sort();
+    Ok(names)
+}

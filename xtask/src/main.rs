@@ -1,0 +1,103 @@
+//! `cargo xtask`: the dinah workspace's task runner.
+//!
+//! ```text
+//! cargo xtask ci [--lane NAME]... [--skip NAME]...   every CI lane, in order
+//! cargo xtask setup                                  install what is missing
+//! cargo xtask demo [--mpi]                           the README's main job
+//! cargo xtask bench [NAME]...                        full benchmarks
+//! cargo xtask lanes                                  list the CI lanes
+//! ```
+//!
+//! Every external command goes through [`cmd::Cmd`], which echoes it, runs
+//! it from the workspace root under a watchdog and names the lane in its
+//! error.
+
+// The task runner talks to a terminal; printing is its job.
+#![expect(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "xtask reports to the terminal"
+)]
+
+mod bench;
+mod ci;
+mod cmd;
+mod demo;
+mod lanes;
+mod mpi;
+mod setup;
+#[cfg(test)]
+mod tidy;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Result, bail};
+
+const USAGE: &str = "\
+usage: cargo xtask <command> [options]
+
+commands:
+  ci [--lane NAME]... [--skip NAME]...   run the CI lanes in order (runs `setup` first)
+  setup                                  install the toolchains, targets, MPI and tools CI needs
+  demo [--mpi]                           run dinah's main job (the most complete example)
+  bench [NAME]...                        run the full benchmarks (all, or the named ones)
+  lanes                                  list the CI lanes with their time limits
+";
+
+fn main() {
+    if let Err(error) = run(std::env::args().skip(1).collect()) {
+        eprintln!("xtask: error: {error:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run(args: Vec<String>) -> Result<()> {
+    let Some((command, rest)) = args.split_first() else {
+        print!("{USAGE}");
+        bail!("no command given");
+    };
+    match command.as_str() {
+        "ci" => ci::run(&ci::CiArgs::parse(rest)?),
+        "setup" => {
+            expect_no_args("setup", rest)?;
+            setup::run()
+        }
+        "demo" => demo::run(&demo::DemoArgs::parse(rest)?),
+        "bench" => bench::run(rest),
+        "lanes" => {
+            expect_no_args("lanes", rest)?;
+            for lane in lanes::ALL {
+                println!(
+                    "{:<12} {:>4} min  {}",
+                    lane.name,
+                    lane.limit.as_secs() / 60,
+                    lane.what
+                );
+            }
+            Ok(())
+        }
+        "help" | "--help" | "-h" => {
+            print!("{USAGE}");
+            Ok(())
+        }
+        other => {
+            print!("{USAGE}");
+            bail!("unknown command `{other}`")
+        }
+    }
+}
+
+fn expect_no_args(command: &str, rest: &[String]) -> Result<()> {
+    if let Some(extra) = rest.first() {
+        bail!("`{command}` takes no arguments, got `{extra}`");
+    }
+    Ok(())
+}
+
+/// The workspace root: the parent of this crate's manifest directory.
+pub(crate) fn project_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives one level below the workspace root")
+        .to_path_buf()
+}
