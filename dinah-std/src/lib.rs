@@ -1,9 +1,21 @@
 //! dinah's std backend.
 //!
-//! **Status:** this crate is a placeholder in the workspace layout. The
-//! local executor, scheduler and worker domains, the long-lived `Runtime`
-//! with typed remote actions, the transport traits and the in-memory
-//! fault-injecting transport land in later work; nothing is exported yet.
-//! See `docs/architecture.md` for where each piece will live.
+//! **Status:** work in progress. The local executor, scheduler, shared
+//! state, cancellation token and worker domains are landing now; the
+//! long-lived `Runtime` with typed remote actions, the transport traits and
+//! the in-memory fault-injecting transport come next. See
+//! `docs/architecture.md` for where each piece lives.
 #![deny(missing_docs)]
 #![doc(test(attr(deny(warnings))))]
+
+mod cancel;
+mod domain;
+mod executor;
+mod scheduler;
+mod shared;
+
+pub use cancel::*;
+pub use domain::*;
+pub use executor::*;
+pub use scheduler::*;
+pub use shared::*;

@@ -112,10 +112,28 @@ pub(crate) const ALL: &[Lane] = &[
         run: nostd,
     },
     Lane {
+        name: "loom",
+        what: "loom model checks of dinah-core's atomics",
+        limit: minutes(15),
+        run: loom,
+    },
+    Lane {
+        name: "miri",
+        what: "dinah-core's tests under Miri",
+        limit: minutes(20),
+        run: miri,
+    },
+    Lane {
         name: "mpi",
         what: "MPI tests under mpirun at 1, 2 and 4 ranks",
         limit: minutes(20),
         run: mpi_lane,
+    },
+    Lane {
+        name: "fuzz",
+        what: "each cargo-fuzz target for a bounded time",
+        limit: minutes(15),
+        run: fuzz,
     },
     Lane {
         name: "bench-smoke",
@@ -255,6 +273,71 @@ fn nostd(lane: &LaneRun) -> Result<()> {
         .arg(&check)
         .args(["--target", NOSTD_TARGET])
         .run()
+}
+
+fn loom(lane: &LaneRun) -> Result<()> {
+    // A separate target directory: the cfg changes every crate's build, and
+    // sharing would throw away the normal build's artifacts each time.
+    lane.cargo([
+        "test",
+        "--package",
+        "dinah-core",
+        "--release",
+        "--test",
+        "loom",
+    ])
+    .env("RUSTFLAGS", "--cfg dinah_loom")
+    .env("CARGO_TARGET_DIR", target_dir().join("loom"))
+    .env("LOOM_MAX_PREEMPTIONS", "2")
+    .run()
+}
+
+/// Property-test cases under Miri: the interpreter is ~1000x slower, the
+/// properties run in full in the `test` lane.
+const MIRI_PROPTEST_CASES: &str = "4";
+
+fn miri(lane: &LaneRun) -> Result<()> {
+    let nightly = format!("+{}", crate::setup::NIGHTLY);
+    lane.cargo([nightly.as_str(), "miri", "test", "--package", "dinah-core"])
+        .env("PROPTEST_CASES", MIRI_PROPTEST_CASES)
+        .env("MIRIFLAGS", "-Zmiri-env-forward=PROPTEST_CASES")
+        .run()
+}
+
+/// How long each fuzz target runs in CI (`DINAH_FUZZ_SECONDS` overrides).
+const FUZZ_SECONDS_DEFAULT: u64 = 60;
+
+fn fuzz(lane: &LaneRun) -> Result<()> {
+    let seconds = std::env::var("DINAH_FUZZ_SECONDS")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .unwrap_or(FUZZ_SECONDS_DEFAULT);
+    let dir = project_root().join("fuzz");
+    let targets = rust_file_stems(&dir.join("fuzz_targets"))?;
+    if targets.is_empty() {
+        bail!("lane `fuzz`: no fuzz targets under fuzz/fuzz_targets");
+    }
+    let nightly = format!("+{}", crate::setup::NIGHTLY);
+    for target in targets {
+        let corpus = dir.join("corpus").join(&target);
+        lane.cargo([nightly.as_str(), "fuzz", "run", "--fuzz-dir"])
+            .arg(&dir)
+            .arg(&target)
+            .arg(&corpus)
+            .arg("--")
+            .arg(format!("-max_total_time={seconds}"))
+            .arg("-print_final_stats=1")
+            .env("CARGO_TARGET_DIR", target_dir().join("fuzz"))
+            .run()?;
+    }
+    Ok(())
+}
+
+/// Cargo's target directory: `CARGO_TARGET_DIR` or `<root>/target`.
+pub(crate) fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| project_root().join("target"))
 }
 
 fn mpi_lane(lane: &LaneRun) -> Result<()> {

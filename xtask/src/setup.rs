@@ -31,6 +31,7 @@ pub(crate) fn run() -> Result<()> {
     ensure_target(MSRV, NOSTD_TARGET)?;
     ensure_toolchain(NIGHTLY, &["miri", "rust-src"])?;
     ensure_mpi()?;
+    ensure_cargo_fuzz()?;
     println!("setup: done");
     Ok(())
 }
@@ -188,6 +189,19 @@ fn ensure_mpi() -> Result<()> {
     println!("setup: install them with:\n    {}", apt_hint());
     println!("setup: the clippy, doc, msrv and mpi lanes fail until they are installed.");
     Ok(())
+}
+
+/// cargo-fuzz, for the `fuzz` lane (built from crates.io once).
+fn ensure_cargo_fuzz() -> Result<()> {
+    let installed = Cmd::new(LANE, "cargo").args(["fuzz", "--version"]).quiet().read().is_ok();
+    if installed {
+        println!("setup: cargo-fuzz present");
+        return Ok(());
+    }
+    Cmd::new(LANE, "cargo")
+        .args(["install", "cargo-fuzz", "--locked"])
+        .timeout(std::time::Duration::from_secs(900))
+        .run()
 }
 
 #[cfg(test)]

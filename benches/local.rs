@@ -1,0 +1,2 @@
+//! Placeholder: this benchmark has not landed yet.
+fn main() {}

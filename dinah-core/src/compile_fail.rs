@@ -1,0 +1,1 @@
+//! Placeholder: compile-fail doctests land with the core primitives.

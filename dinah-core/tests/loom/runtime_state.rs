@@ -1,0 +1,1 @@
+//! Placeholder: these checks have not landed yet.

@@ -1,0 +1,1 @@
+//! Placeholder: this module's content has not landed yet.
