@@ -93,11 +93,32 @@ impl ProtocolLimits {
         ) {
             return Err(e);
         }
-        bounded(
+        if let Err(e) = bounded(
             LimitField::MaxErrorTextBytes,
             self.max_error_text_bytes as u64,
             ERROR_TEXT_CAP as u64,
-        )
+        ) {
+            return Err(e);
+        }
+        // The longest error text must fit its segment, and its frame
+        // (header, one length entry, text) must fit a frame.
+        if self.max_segment_bytes < self.max_error_text_bytes {
+            return Err(LimitsError {
+                field: LimitField::MaxSegmentBytes,
+                problem: LimitProblem::TooSmall {
+                    min: self.max_error_text_bytes as u64,
+                },
+            });
+        }
+        let min_frame = (crate::wire::HEADER_LEN + crate::wire::LENGTH_ENTRY_LEN) as u64
+            + self.max_error_text_bytes as u64;
+        if (self.max_frame_bytes as u64) < min_frame {
+            return Err(LimitsError {
+                field: LimitField::MaxFrameBytes,
+                problem: LimitProblem::TooSmall { min: min_frame },
+            });
+        }
+        Ok(())
     }
 }
 
@@ -344,6 +365,12 @@ pub enum LimitProblem {
     },
     /// A capacity derived from this field overflows.
     Overflow,
+    /// Below the smallest value consistent with the other fields (a frame
+    /// must hold a header and the longest error text).
+    TooSmall {
+        /// The smallest allowed value.
+        min: u64,
+    },
 }
 
 /// A limit failed validation.
@@ -367,6 +394,9 @@ impl fmt::Display for LimitsError {
                 "a capacity derived from limit `{}` overflows",
                 self.field
             ),
+            LimitProblem::TooSmall { min } => {
+                write!(f, "limit `{}` must be at least {min}", self.field)
+            }
         }
     }
 }
@@ -444,8 +474,10 @@ mod tests {
 
     #[test]
     fn every_protocol_field_is_bounded() {
-        let mut limits = ProtocolLimits::default();
-        limits.max_frame_bytes = FRAME_BYTES_CAP + 1;
+        let limits = ProtocolLimits {
+            max_frame_bytes: FRAME_BYTES_CAP + 1,
+            ..ProtocolLimits::DEFAULT
+        };
         assert_eq!(
             limits.validate(),
             Err(LimitsError {
@@ -455,14 +487,18 @@ mod tests {
                 }
             })
         );
-        let mut limits = ProtocolLimits::default();
-        limits.max_segment_bytes = limits.max_frame_bytes + 1;
+        let limits = ProtocolLimits {
+            max_segment_bytes: ProtocolLimits::DEFAULT.max_frame_bytes + 1,
+            ..ProtocolLimits::DEFAULT
+        };
         assert_eq!(
             limits.validate().unwrap_err().field,
             LimitField::MaxSegmentBytes
         );
-        let mut limits = ProtocolLimits::default();
-        limits.max_segments = 0;
+        let limits = ProtocolLimits {
+            max_segments: 0,
+            ..ProtocolLimits::DEFAULT
+        };
         assert_eq!(
             limits.validate().unwrap_err(),
             LimitsError {
@@ -470,8 +506,10 @@ mod tests {
                 problem: LimitProblem::Zero
             }
         );
-        let mut limits = ProtocolLimits::default();
-        limits.max_error_text_bytes = ERROR_TEXT_CAP + 1;
+        let limits = ProtocolLimits {
+            max_error_text_bytes: ERROR_TEXT_CAP + 1,
+            ..ProtocolLimits::DEFAULT
+        };
         assert_eq!(
             limits.validate().unwrap_err().field,
             LimitField::MaxErrorTextBytes
@@ -479,9 +517,41 @@ mod tests {
     }
 
     #[test]
+    fn protocol_limits_must_hold_the_longest_error_frame() {
+        let mut limits = ProtocolLimits::DEFAULT;
+        limits.max_error_text_bytes = 1000;
+        limits.max_segment_bytes = 999;
+        assert_eq!(
+            limits.validate(),
+            Err(LimitsError {
+                field: LimitField::MaxSegmentBytes,
+                problem: LimitProblem::TooSmall { min: 1000 }
+            })
+        );
+        limits.max_segment_bytes = 1000;
+        limits.max_frame_bytes = 80 + 4 + 1000 - 1;
+        let error = limits.validate().unwrap_err();
+        assert_eq!(
+            error,
+            LimitsError {
+                field: LimitField::MaxFrameBytes,
+                problem: LimitProblem::TooSmall { min: 1084 }
+            }
+        );
+        assert_eq!(
+            error.to_string(),
+            "limit `max_frame_bytes` must be at least 1084"
+        );
+        limits.max_frame_bytes = 1084;
+        assert_eq!(limits.validate(), Ok(()));
+    }
+
+    #[test]
     fn derived_capacity_overflow_is_reported() {
-        let mut limits = RuntimeLimits::default();
-        limits.max_action_queue = u32::MAX;
+        let limits = RuntimeLimits {
+            max_action_queue: u32::MAX,
+            ..RuntimeLimits::DEFAULT
+        };
         assert_eq!(
             limits.validate(),
             Err(LimitsError {
@@ -489,15 +559,19 @@ mod tests {
                 problem: LimitProblem::Overflow
             })
         );
-        let mut limits = RuntimeLimits::default();
-        limits.max_action_queue = u32::MAX / 2;
-        limits.max_domains = 3;
+        let limits = RuntimeLimits {
+            max_action_queue: u32::MAX / 2,
+            max_domains: 3,
+            ..RuntimeLimits::DEFAULT
+        };
         assert_eq!(
             limits.completion_capacity().unwrap_err().problem,
             LimitProblem::Overflow
         );
-        let mut limits = RuntimeLimits::default();
-        limits.default_deadline = Duration::MAX;
+        let limits = RuntimeLimits {
+            default_deadline: Duration::MAX,
+            ..RuntimeLimits::DEFAULT
+        };
         assert_eq!(
             limits.validate(),
             Err(LimitsError {

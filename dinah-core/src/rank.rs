@@ -12,7 +12,7 @@
 //!
 //! let world = WorldSize::new(4)?;
 //! let last = world.rank(3)?;
-//! assert_eq!(last.get(), 3);
+//! assert_eq!(last, Rank::new(3, world)?);
 //! assert_eq!(world.rank(4), Err(IdError::RankOutOfRange { rank: 4, world_size: 4 }));
 //! assert_eq!(world.ranks().count(), 4);
 //! # Ok::<(), IdError>(())
@@ -181,7 +181,7 @@ mod tests {
         let world = WorldSize::new(3).unwrap();
         let ranks: Vec<u32> = world.ranks().map(Rank::get).collect();
         assert_eq!(ranks, [0, 1, 2]);
-        assert_eq!(world.ranks().rev().next().unwrap().index(), 2);
+        assert_eq!(world.ranks().next_back().unwrap().index(), 2);
         assert_eq!(Rank::ZERO.to_string(), "rank 0");
         assert_eq!(world.to_string(), "3 rank(s)");
     }

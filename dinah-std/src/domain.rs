@@ -1,1 +1,431 @@
-//! Placeholder: this module's content has not landed yet.
+//! Worker domains: persistent, fixed-size pools that run jobs under a
+//! bounded admission contract. The contract is documented on [`Domain`];
+//! the parts live in `domain/` (admission, job execution, handles,
+//! completion queue, batches, shutdown, instrumentation, waiting).
+
+mod admission;
+mod batch;
+mod completion;
+mod config;
+mod error;
+mod handle;
+mod instrument;
+mod job;
+mod shutdown;
+mod wait;
+
+use std::fmt;
+use std::num::NonZeroU64;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use dinah_core::{CancelFlag, DomainId, MpmcQueue, MpmcSlot, TaskId};
+
+use admission::{Admission, AdmissionGuard, Refusal};
+use handle::{JobCore, JobSlot};
+use job::{CompletionJob, HandleJob, QueuedJob};
+use shutdown::Roster;
+use wait::AdaptiveSpin;
+
+pub use batch::BatchResult;
+pub use completion::{Completion, CompletionQueue};
+pub use config::{DEFAULT_SPIN_BEFORE_PARK, DomainConfig};
+pub use error::{DomainShutdownTimeout, DomainStartError, TrySubmitError};
+pub use handle::{JobCanceller, JobHandle, JoinTimeoutError};
+pub use instrument::{Instrumentation, TraceSink};
+pub use job::JobContext;
+pub use shutdown::{DomainShutdownReport, ShutdownPolicy};
+
+type JobStorage = Box<[MpmcSlot<Box<dyn QueuedJob>>]>;
+
+/// The part of a domain its workers share.
+pub(crate) struct DomainShared {
+    pub(crate) id: DomainId,
+    /// Worker threads the pool really runs.
+    pub(crate) workers: usize,
+    /// The spin of callers waiting on job handles.
+    pub(crate) spin_jobs: Arc<AdaptiveSpin>,
+    /// The spin of callers waiting for a batch.
+    pub(crate) spin_batches: AdaptiveSpin,
+    pub(crate) admission: Admission,
+    /// Admitted jobs not yet picked up, in admission order. Sized to the
+    /// admission capacity, so a push after admission always fits.
+    pub(crate) queue: MpmcQueue<Box<dyn QueuedJob>, JobStorage>,
+    /// Set by a [`ShutdownPolicy::CancelAll`] shutdown; every running job's
+    /// context reports it.
+    pub(crate) cancel_running: CancelFlag,
+    pub(crate) instrumentation: Option<Arc<Instrumentation>>,
+    /// The next task ID (`Relaxed`: only uniqueness matters).
+    next_task: AtomicU64,
+    /// Jobs and batch tasks a cancelling shutdown stopped before they ran
+    /// (`Relaxed`: a count read after the work is done, when the
+    /// admission counter has already synchronised with it).
+    shutdown_cancelled: AtomicUsize,
+}
+
+impl DomainShared {
+    /// `count` consecutive fresh task IDs; returns the first.
+    pub(crate) fn reserve_task_ids(&self, count: u64) -> u64 {
+        self.next_task.fetch_add(count, Ordering::Relaxed)
+    }
+
+    /// Task ID number `n` (saturating at the largest ID after 2^64 tasks).
+    pub(crate) fn task_id(n: u64) -> TaskId {
+        NonZeroU64::new(n).map_or(TaskId::MAX, TaskId::from_non_zero)
+    }
+
+    /// Runs the oldest queued job, if any: the body of every trampoline
+    /// spawned into the pool (one per admitted job).
+    fn run_next(&self) {
+        if let Some(job) = self.queue.pop() {
+            let _admission = AdmissionGuard(&self.admission);
+            job.run(self);
+        }
+    }
+
+    /// Counts and records a job (or batch task) that a cancelling shutdown
+    /// stopped before it ran: the shutdown is the one asking, so the
+    /// request is recorded (once per job) along with the acknowledgement.
+    pub(crate) fn cancelled_by_shutdown(&self, task: TaskId, cancel: Option<&CancelFlag>) {
+        self.shutdown_cancelled.fetch_add(1, Ordering::Relaxed);
+        if let Some(instrumentation) = &self.instrumentation {
+            if cancel.is_none_or(CancelFlag::request) {
+                instrumentation.cancellation_requested(self.id, task);
+            }
+            instrumentation.finished(self.id, task, Some(dinah_core::TaskFailureKind::Cancelled));
+        }
+    }
+
+    /// Jobs and batch tasks cancelled by shutdown so far.
+    pub(crate) fn shutdown_cancelled(&self) -> usize {
+        self.shutdown_cancelled.load(Ordering::Relaxed)
+    }
+}
+
+/// A persistent, fixed-size pool of worker threads with bounded admission.
+///
+/// A domain owns a dedicated Rayon thread pool of `workers` threads
+/// (see [`DomainConfig`]). The long-lived runtime runs its action handlers
+/// on domains; local callers use them directly for jobs and batches that
+/// should not pay thread start-up on every call.
+///
+/// # Admission
+///
+/// A domain admits at most `queue_capacity + workers` jobs at once. A job
+/// holds its admission from the moment it is accepted until its outcome has
+/// been delivered; a full domain hands the job straight back inside
+/// [`TrySubmitError::Full`], and nothing is queued beyond the bound. A
+/// batch ([`Domain::run_batch`]) is admitted as one unit: it holds one
+/// admission for the whole call, whatever its length, because its tasks
+/// live in the caller's vector and the caller is blocked until they finish.
+///
+/// # Three ways to get results
+///
+/// - [`Domain::try_submit`] returns a [`JobHandle`]; `join` spins briefly,
+///   then parks until the worker wakes it.
+/// - [`Domain::try_submit_to`] delivers a [`Completion`] to a bounded
+///   [`CompletionQueue`] that an owner thread drains (the runtime's path).
+///   Admission reserves the completion's slot, so a worker's push can never
+///   fail and no unbounded fallback exists.
+/// - [`Domain::run_batch`] runs a vector of tasks inside the pool with
+///   Rayon's own work splitting and returns their results in order.
+///
+/// # Failures, panics and cancellation
+///
+/// A job's outcome is a [`TaskOutcome`](dinah_core::TaskOutcome): its
+/// value, or a [`TaskFailure`](dinah_core::TaskFailure) that keeps the
+/// error it returned, the message of a panic (a panic never escapes into
+/// the pool and the domain keeps working), or `Cancelled`. Cancellation is
+/// cooperative: a job whose cancellation was requested before it started
+/// never calls user code; a running job polls its [`JobContext`].
+///
+/// # Shutdown
+///
+/// [`Domain::shutdown`] refuses new work, handles queued jobs by an
+/// explicit [`ShutdownPolicy`], waits for admitted work and joins the
+/// workers within a deadline, reporting exact counts in
+/// [`DomainShutdownTimeout`] if it runs out of time. Dropping a domain
+/// without shutting it down cancels its queued jobs (each reported
+/// `Cancelled`) and detaches the workers without waiting.
+///
+/// # Examples
+///
+/// ```
+/// use std::num::NonZeroUsize;
+/// /// use dinah_core::DomainId;
+/// use dinah_std::{Domain, DomainConfig, ShutdownPolicy};
+///
+/// let workers = NonZeroUsize::new(2).unwrap();
+/// let queue = NonZeroUsize::new(64).unwrap();
+/// let domain = Domain::start(DomainConfig::new(DomainId::new(1)?, workers, queue), None)?;
+///
+/// let job = domain.try_submit(|_ctx| Ok::<u64, String>(6 * 7))?;
+/// assert_eq!(job.join(), Ok(42));
+///
+/// let squares = domain.run_batch((0..100_u64).map(|i| move || Ok::<_, String>(i * i)).collect())?;
+/// assert_eq!(squares[9].as_ref().ok(), Some(&81));
+///
+/// domain.shutdown(ShutdownPolicy::Drain, Duration::from_secs(10))?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Sharing
+///
+/// A domain is `Send` and `Sync`: share it by reference (or `Arc`) between
+/// submitting threads.
+pub struct Domain {
+    shared: Arc<DomainShared>,
+    /// `Some` until `shutdown` (or drop) lets it go.
+    pool: Option<rayon::ThreadPool>,
+    roster: Arc<Roster>,
+}
+
+impl Domain {
+    /// Starts a domain: its worker threads exist when this returns.
+    ///
+    /// With `instrumentation`, every job's lifecycle is recorded into it
+    /// (see [`Instrumentation`]); without, the only cost is one `Option`
+    /// check per job.
+    ///
+    /// # Errors
+    ///
+    /// [`DomainStartError::CapacityOverflow`] if `queue_capacity + workers`
+    /// overflows; [`DomainStartError::Threads`] if the threads could not be
+    /// spawned.
+    pub fn start(
+        config: DomainConfig,
+        instrumentation: Option<Arc<Instrumentation>>,
+    ) -> Result<Self, DomainStartError> {
+        let capacity = config
+            .capacity()
+            .ok_or(DomainStartError::CapacityOverflow)?;
+        let slots: JobStorage = std::iter::repeat_with(MpmcSlot::new)
+            .take(capacity)
+            .collect();
+        let queue =
+            MpmcQueue::with_storage(slots).map_err(|_| DomainStartError::CapacityOverflow)?;
+        let roster = Arc::new(Roster::new());
+        let pool = {
+            let names = config.clone();
+            let started = Arc::clone(&roster);
+            let exited = Arc::clone(&roster);
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(config.workers.get())
+                .thread_name(move |index| names.thread_name(index))
+                .start_handler(move |_| started.worker_started())
+                .exit_handler(move |_| exited.worker_exited())
+                .build()
+                .map_err(DomainStartError::Threads)?
+        };
+        let shared = Arc::new(DomainShared {
+            id: config.id,
+            workers: pool.current_num_threads(),
+            spin_jobs: Arc::new(AdaptiveSpin::new(config.spin_before_park)),
+            spin_batches: AdaptiveSpin::new(config.spin_before_park),
+            admission: Admission::new(capacity),
+            queue,
+            cancel_running: CancelFlag::new(),
+            instrumentation,
+            next_task: AtomicU64::new(1),
+            shutdown_cancelled: AtomicUsize::new(0),
+        });
+        Ok(Self {
+            shared,
+            pool: Some(pool),
+            roster,
+        })
+    }
+
+    /// Submits one job; its outcome is delivered to the returned handle.
+    ///
+    /// The job receives a [`JobContext`] (identity and cancellation).
+    /// Jobs start in admission order; a panic in the job becomes a
+    /// [`TaskFailure`] with the panic's message.
+    ///
+    /// # Errors
+    ///
+    /// [`TrySubmitError::Full`] if the domain holds its capacity of jobs,
+    /// [`TrySubmitError::ShuttingDown`] after shutdown began; both hand the
+    /// job back.
+    pub fn try_submit<F, T, E>(&self, job: F) -> Result<JobHandle<T, E>, TrySubmitError<F>>
+    where
+        F: FnOnce(&JobContext<'_>) -> Result<T, E> + Send + 'static,
+        T: Send + 'static,
+        E: Send + 'static,
+    {
+        if let Err(refusal) = self.shared.admission.try_admit() {
+            return Err(refusal.refuse(job));
+        }
+        let task = self.next_task();
+        let slot = Arc::new(JobSlot::new(task));
+        self.enqueue(Box::new(HandleJob {
+            job,
+            slot: Arc::clone(&slot),
+        }));
+        Ok(JobHandle::new(
+            slot,
+            self.shared.id,
+            Arc::clone(&self.shared.spin_jobs),
+            self.shared.instrumentation.clone(),
+        ))
+    }
+
+    /// Submits one job whose outcome is pushed to `completions` under
+    /// `key`, waking the queue's registered waker.
+    ///
+    /// A slot of `completions` is reserved before the job is admitted, so
+    /// the worker's push cannot fail. Returns a canceller for the job.
+    ///
+    /// # Errors
+    ///
+    /// [`TrySubmitError::Full`], [`TrySubmitError::ShuttingDown`] as for
+    /// [`try_submit`](Self::try_submit), and
+    /// [`TrySubmitError::CompletionsFull`] if every slot of `completions`
+    /// is taken; each hands back the key and the job.
+    pub fn try_submit_to<K, F, T, E>(
+        &self,
+        completions: &Arc<CompletionQueue<K, T, E>>,
+        key: K,
+        job: F,
+    ) -> Result<JobCanceller, TrySubmitError<(K, F)>>
+    where
+        K: Send + 'static,
+        F: FnOnce(&JobContext<'_>) -> Result<T, E> + Send + 'static,
+        T: Send + 'static,
+        E: Send + 'static,
+    {
+        if let Err(refusal) = self.shared.admission.try_admit() {
+            return Err(refusal.refuse((key, job)));
+        }
+        if !completions.try_reserve() {
+            self.shared.admission.release();
+            return Err(TrySubmitError::CompletionsFull((key, job)));
+        }
+        let task = self.next_task();
+        let core = Arc::new(JobCore {
+            task,
+            cancel: CancelFlag::new(),
+        });
+        self.enqueue(Box::new(CompletionJob {
+            key,
+            job,
+            core: Arc::clone(&core),
+            completions: Arc::clone(completions),
+        }));
+        Ok(JobCanceller::new(
+            core,
+            self.shared.id,
+            self.shared.instrumentation.clone(),
+        ))
+    }
+
+    /// A fresh task ID for an admitted job, recorded as submitted.
+    fn next_task(&self) -> TaskId {
+        let task = DomainShared::task_id(self.shared.reserve_task_ids(1));
+        if let Some(instrumentation) = &self.shared.instrumentation {
+            instrumentation.submitted(self.shared.id, task);
+        }
+        task
+    }
+
+    /// Queues an admitted job and spawns the trampoline that will run it.
+    fn enqueue(&self, job: Box<dyn QueuedJob>) {
+        if self.shared.queue.try_push(job).is_err() {
+            // The queue has one slot per admission; reaching this is a bug
+            // in the admission accounting.
+            unreachable!("an admitted job found the domain queue full");
+        }
+        let shared = Arc::clone(&self.shared);
+        self.pool().spawn(move || shared.run_next());
+    }
+
+    fn pool(&self) -> &rayon::ThreadPool {
+        self.pool
+            .as_ref()
+            .expect("the pool lives until shutdown consumes the domain")
+    }
+
+    /// The domain's ID.
+    #[must_use]
+    pub fn id(&self) -> DomainId {
+        self.shared.id
+    }
+
+    /// The number of worker threads.
+    #[must_use]
+    pub fn workers(&self) -> usize {
+        self.shared.workers
+    }
+
+    /// The most jobs admitted at once (`queue_capacity + workers`).
+    #[must_use]
+    pub fn capacity(&self) -> usize {
+        self.shared.admission.capacity()
+    }
+
+    /// Jobs (and batches) admitted whose outcome is not delivered yet.
+    #[must_use]
+    pub fn in_flight(&self) -> usize {
+        self.shared.admission.in_flight()
+    }
+
+    /// Admitted jobs no worker has picked up yet.
+    #[must_use]
+    pub fn queued(&self) -> usize {
+        self.shared.queue.len()
+    }
+
+    /// Does the domain still admit work (no shutdown has begun)?
+    #[must_use]
+    pub fn is_accepting(&self) -> bool {
+        self.shared.admission.is_open()
+    }
+
+    /// Worker threads that have started and not exited.
+    #[must_use]
+    pub fn live_workers(&self) -> usize {
+        self.roster.started().saturating_sub(self.roster.exited())
+    }
+
+    /// The instrumentation the domain records into, if any.
+    #[must_use]
+    pub fn instrumentation(&self) -> Option<&Arc<Instrumentation>> {
+        self.shared.instrumentation.as_ref()
+    }
+}
+
+impl Refusal {
+    /// The public error for this refusal, holding `job`.
+    fn refuse<J>(self, job: J) -> TrySubmitError<J> {
+        match self {
+            Self::Full => TrySubmitError::Full(job),
+            Self::Closed => TrySubmitError::ShuttingDown(job),
+        }
+    }
+}
+
+impl Drop for Domain {
+    /// Cancels queued jobs (each reported `Cancelled`) and lets the workers
+    /// go without waiting; running jobs finish on their own.
+    fn drop(&mut self) {
+        if self.pool.is_some() {
+            self.begin_shutdown(ShutdownPolicy::CancelQueued);
+        }
+    }
+}
+
+impl fmt::Debug for Domain {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Domain")
+            .field("id", &self.shared.id)
+            .field("workers", &self.shared.workers)
+            .field("capacity", &self.capacity())
+            .field("in_flight", &self.in_flight())
+            .field("queued", &self.queued())
+            .field("accepting", &self.is_accepting())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -8,14 +8,19 @@
 #![deny(missing_docs)]
 #![doc(test(attr(deny(warnings))))]
 
+mod action;
 mod cancel;
 mod domain;
 mod executor;
 mod scheduler;
+mod runtime;
 mod shared;
+pub mod transport;
 
+pub use action::*;
 pub use cancel::*;
 pub use domain::*;
 pub use executor::*;
 pub use scheduler::*;
+pub use runtime::*;
 pub use shared::*;

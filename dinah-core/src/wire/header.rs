@@ -1,0 +1,562 @@
+//! The fixed-length frame header and its codec.
+//!
+//! See the [module documentation](super) for the byte layout.
+
+use super::error_text::check_utf8;
+use super::{
+    Call, DecodeContext, ErrorCode, HEADER_LEN, HeaderField, LENGTH_ENTRY_LEN, MAGIC, Message,
+    MessageKind, PROTOCOL_VERSION, ProtocolError, RelativeDeadline, TraceId, get, put,
+};
+use crate::{ActionId, DomainId, IdKind, ProtocolLimits, Rank, RequestId};
+
+/// Byte offsets of the header fields (see the table in the module docs).
+mod at {
+    pub(super) const MAGIC: usize = 0;
+    pub(super) const VERSION: usize = 4;
+    pub(super) const KIND: usize = 6;
+    pub(super) const RESERVED_A: usize = 7;
+    pub(super) const ORIGIN: usize = 8;
+    pub(super) const PAYLOAD_LEN: usize = 12;
+    pub(super) const SEGMENTS: usize = 16;
+    pub(super) const ERROR_CODE: usize = 18;
+    pub(super) const ERROR_DETAIL: usize = 20;
+    pub(super) const RESERVED_B: usize = 22;
+    pub(super) const REQUEST: usize = 24;
+    pub(super) const ACTION: usize = 32;
+    pub(super) const DOMAIN: usize = 48;
+    pub(super) const DEADLINE: usize = 56;
+    pub(super) const TRACE: usize = 64;
+    pub(super) const FRAMES_SENT: usize = 72;
+}
+
+// The layout is contiguous, naturally aligned and exactly HEADER_LEN long.
+const _: () = {
+    assert!(at::VERSION == at::MAGIC + 4);
+    assert!(at::KIND == at::VERSION + 2);
+    assert!(at::RESERVED_A == at::KIND + 1);
+    assert!(at::ORIGIN == at::RESERVED_A + 1);
+    assert!(at::PAYLOAD_LEN == at::ORIGIN + 4);
+    assert!(at::SEGMENTS == at::PAYLOAD_LEN + 4);
+    assert!(at::ERROR_CODE == at::SEGMENTS + 2);
+    assert!(at::ERROR_DETAIL == at::ERROR_CODE + 2);
+    assert!(at::RESERVED_B == at::ERROR_DETAIL + 2);
+    assert!(at::REQUEST == at::RESERVED_B + 2);
+    assert!(at::ACTION == at::REQUEST + 8);
+    assert!(at::DOMAIN == at::ACTION + 16);
+    assert!(at::DEADLINE == at::DOMAIN + 8);
+    assert!(at::TRACE == at::DEADLINE + 8);
+    assert!(at::FRAMES_SENT == at::TRACE + 8);
+    assert!(at::FRAMES_SENT + 8 == HEADER_LEN);
+};
+
+/// A validated frame header: who sent it, what it says, and the shape of
+/// the payload that follows.
+///
+/// Every `Header` value satisfies the per-kind rules of [`Message`] and
+/// the payload rules (no payload for cancel and goodbye, exactly one
+/// segment for error), and its frame fits the absolute caps
+/// ([`SEGMENTS_CAP`](crate::SEGMENTS_CAP),
+/// [`FRAME_BYTES_CAP`](crate::FRAME_BYTES_CAP)). So [`Header::encode`]
+/// cannot fail, and decoding its output (in a matching context) gives the
+/// same header back.
+///
+/// # Examples
+///
+/// ```
+/// use dinah_core::{ActionId, DomainId, ProtocolLimits, RequestId, WorldSize};
+/// use dinah_core::wire::{
+///     Call, Channel, DecodeContext, HEADER_LEN, Header, Message, RelativeDeadline,
+/// };
+///
+/// let world = WorldSize::new(2)?;
+/// let origin = world.rank(1)?;
+/// let call = Call {
+///     request: RequestId::new(7)?,
+///     action: ActionId::new(0xadd)?,
+///     domain: DomainId::new(1)?,
+///     trace: None,
+/// };
+/// let deadline = RelativeDeadline::from_nanos(5_000_000).ok_or("zero deadline")?;
+/// let limits = ProtocolLimits::DEFAULT;
+/// let input: [&[u8]; 2] = [b"left", b"right"];
+/// let header = Header::new(origin, Message::Request { call, deadline }, &input, &limits)?;
+/// assert_eq!(header.frame_len(), HEADER_LEN + 2 * 4 + 9);
+///
+/// let bytes = header.encode();
+/// let ctx = DecodeContext::new(Channel::Action, origin, world, limits)?;
+/// assert_eq!(Header::decode(&bytes, &ctx)?, header);
+/// # Ok::<(), Box<dyn core::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Header {
+    origin: Rank,
+    message: Message,
+    segment_count: u16,
+    payload_len: u32,
+}
+
+impl Header {
+    /// The header of a frame from `origin` saying `message` with payload
+    /// `segments`, checked against `limits` exactly as a receiver with the
+    /// same limits will check it.
+    ///
+    /// # Errors
+    ///
+    /// - [`ProtocolError::UnexpectedPayload`] if the kind carries no payload
+    ///   and `segments` is not empty;
+    /// - [`ProtocolError::ErrorSegmentCount`] if an error message does not
+    ///   have exactly one segment;
+    /// - [`ProtocolError::TooManySegments`] (count saturated at `u16::MAX`),
+    ///   [`ProtocolError::ErrorTextTooLong`],
+    ///   [`ProtocolError::FrameTooLarge`] or
+    ///   [`ProtocolError::SegmentTooLarge`] if a limit is exceeded;
+    /// - [`ProtocolError::ErrorTextNotUtf8`] if an error text is not UTF-8.
+    pub fn new<S: AsRef<[u8]>>(
+        origin: Rank,
+        message: Message,
+        segments: &[S],
+        limits: &ProtocolLimits,
+    ) -> Result<Self, ProtocolError> {
+        let count = u16::try_from(segments.len()).unwrap_or(u16::MAX);
+        let total: u64 = segments
+            .iter()
+            .map(|segment| segment.as_ref().len() as u64)
+            .sum();
+        let Ok(payload_len) = u32::try_from(total) else {
+            return Err(ProtocolError::FrameTooLarge {
+                len: frame_len_u64(count, total),
+                max: limits.max_frame_bytes,
+            });
+        };
+        let kind = message.kind();
+        check_shape(kind, count, payload_len, limits)?;
+        for (index, segment) in (0..count).zip(segments) {
+            // Each fits: the total fitted a u32.
+            check_segment_len(index, segment.as_ref().len() as u32, limits)?;
+        }
+        if let (MessageKind::Error, [text]) = (kind, segments) {
+            check_utf8(text.as_ref())?;
+        }
+        Ok(Self {
+            origin,
+            message,
+            segment_count: count,
+            payload_len,
+        })
+    }
+
+    /// The header of a frame without payload (every cancel and goodbye;
+    /// a request or result with no segments).
+    ///
+    /// # Errors
+    ///
+    /// [`ProtocolError::ErrorSegmentCount`] for an error message, which
+    /// always carries its text segment (use [`Header::new`]).
+    pub const fn without_payload(origin: Rank, message: Message) -> Result<Self, ProtocolError> {
+        if let Message::Error { .. } = message {
+            return Err(ProtocolError::ErrorSegmentCount { count: 0 });
+        }
+        Ok(Self {
+            origin,
+            message,
+            segment_count: 0,
+            payload_len: 0,
+        })
+    }
+
+    /// The rank that sent the frame.
+    pub const fn origin(&self) -> Rank {
+        self.origin
+    }
+
+    /// What the frame says.
+    pub const fn message(&self) -> &Message {
+        &self.message
+    }
+
+    /// The frame's kind.
+    pub const fn kind(&self) -> MessageKind {
+        self.message.kind()
+    }
+
+    /// The number of payload segments.
+    pub const fn segment_count(&self) -> u16 {
+        self.segment_count
+    }
+
+    /// The payload length: the sum of all segment lengths.
+    pub const fn payload_len(&self) -> u32 {
+        self.payload_len
+    }
+
+    /// The length of the header plus the segment length table: where the
+    /// payload starts.
+    pub const fn head_len(&self) -> usize {
+        HEADER_LEN + LENGTH_ENTRY_LEN * self.segment_count as usize
+    }
+
+    /// The whole frame's length: header, length table and payload. At most
+    /// the limit it was checked against, so at most
+    /// [`FRAME_BYTES_CAP`](crate::FRAME_BYTES_CAP).
+    pub const fn frame_len(&self) -> usize {
+        self.head_len() + self.payload_len as usize
+    }
+
+    /// Writes the header's [`HEADER_LEN`] bytes into `out`.
+    pub fn encode_into(&self, out: &mut [u8; HEADER_LEN]) {
+        *out = [0; HEADER_LEN];
+        put(out, at::MAGIC, MAGIC);
+        put(out, at::VERSION, PROTOCOL_VERSION.to_le_bytes());
+        out[at::KIND] = self.kind().code();
+        put(out, at::ORIGIN, self.origin.get().to_le_bytes());
+        put(out, at::PAYLOAD_LEN, self.payload_len.to_le_bytes());
+        put(out, at::SEGMENTS, self.segment_count.to_le_bytes());
+        match self.message {
+            Message::Request { call, deadline } => {
+                put_call(out, &call);
+                put(out, at::DEADLINE, deadline.as_nanos().to_le_bytes());
+            }
+            Message::Result { call } | Message::Cancel { call } => put_call(out, &call),
+            Message::Error { call, code } => {
+                put_call(out, &call);
+                let (code, detail) = code.to_wire();
+                put(out, at::ERROR_CODE, code.to_le_bytes());
+                put(out, at::ERROR_DETAIL, detail.to_le_bytes());
+            }
+            Message::Goodbye { frames_sent } => {
+                put(out, at::FRAMES_SENT, frames_sent.to_le_bytes());
+            }
+        }
+    }
+
+    /// The header's [`HEADER_LEN`] bytes.
+    pub fn encode(&self) -> [u8; HEADER_LEN] {
+        let mut out = [0; HEADER_LEN];
+        self.encode_into(&mut out);
+        out
+    }
+
+    /// Decodes and validates a header of exactly [`HEADER_LEN`] bytes that
+    /// arrived as described by `ctx`.
+    ///
+    /// Checks, in this order (the first failure is returned): the length;
+    /// magic; version; kind (a hello record is not a frame); reserved bytes;
+    /// the kind against `ctx`'s channel; the origin against the world and
+    /// then against `ctx`'s source; the kind-specific fields in byte order
+    /// (error code, request, action, domain, deadline, trace, frames sent:
+    /// required ones non-zero, unused ones zero); the payload shape against
+    /// the kind and `ctx`'s limits. The segment lengths follow the header
+    /// and are checked by the frame decoders.
+    ///
+    /// Decoding is canonical: a header decodes only from the bytes
+    /// [`Header::encode`] produces for it.
+    ///
+    /// # Errors
+    ///
+    /// The first rule broken, as a [`ProtocolError`]:
+    /// [`ShortHeader`](ProtocolError::ShortHeader),
+    /// [`LongHeader`](ProtocolError::LongHeader),
+    /// [`BadMagic`](ProtocolError::BadMagic),
+    /// [`UnsupportedVersion`](ProtocolError::UnsupportedVersion),
+    /// [`UnknownKind`](ProtocolError::UnknownKind),
+    /// [`UnexpectedHello`](ProtocolError::UnexpectedHello),
+    /// [`ReservedNotZero`](ProtocolError::ReservedNotZero),
+    /// [`ChannelMismatch`](ProtocolError::ChannelMismatch),
+    /// [`OriginOutOfWorld`](ProtocolError::OriginOutOfWorld),
+    /// [`OriginMismatch`](ProtocolError::OriginMismatch),
+    /// [`ZeroId`](ProtocolError::ZeroId),
+    /// [`ZeroDeadline`](ProtocolError::ZeroDeadline),
+    /// [`UnexpectedField`](ProtocolError::UnexpectedField),
+    /// [`UnknownErrorCode`](ProtocolError::UnknownErrorCode),
+    /// [`UnexpectedPayload`](ProtocolError::UnexpectedPayload),
+    /// [`ErrorSegmentCount`](ProtocolError::ErrorSegmentCount),
+    /// [`TooManySegments`](ProtocolError::TooManySegments),
+    /// [`ErrorTextTooLong`](ProtocolError::ErrorTextTooLong),
+    /// [`FrameTooLarge`](ProtocolError::FrameTooLarge) or
+    /// [`LengthMismatch`](ProtocolError::LengthMismatch) (segments declared
+    /// with no payload bytes, or payload bytes with no segments).
+    pub fn decode(bytes: &[u8], ctx: &DecodeContext) -> Result<Self, ProtocolError> {
+        match bytes.try_into() {
+            Ok(array) => Self::decode_array(array, ctx),
+            Err(_) if bytes.len() < HEADER_LEN => {
+                Err(ProtocolError::ShortHeader { len: bytes.len() })
+            }
+            Err(_) => Err(ProtocolError::LongHeader { len: bytes.len() }),
+        }
+    }
+
+    /// [`Header::decode`] for a buffer already known to be a header long.
+    ///
+    /// # Errors
+    ///
+    /// As [`Header::decode`], without the length errors.
+    pub fn decode_array(b: &[u8; HEADER_LEN], ctx: &DecodeContext) -> Result<Self, ProtocolError> {
+        // Magic and version in one comparison; the slow path says which.
+        if u64::from_le_bytes(get(b, at::MAGIC)) & PREFIX_MASK != PREFIX {
+            return Err(prefix_error(b));
+        }
+        let kind = match MessageKind::from_code(b[at::KIND]) {
+            Some(MessageKind::Hello) => return Err(ProtocolError::UnexpectedHello),
+            Some(kind) => kind,
+            None => return Err(ProtocolError::UnknownKind { code: b[at::KIND] }),
+        };
+        if b[at::RESERVED_A] | b[at::RESERVED_B] | b[at::RESERVED_B + 1] != 0 {
+            return Err(ProtocolError::ReservedNotZero);
+        }
+        if !kind.allowed_on(ctx.channel()) {
+            return Err(ProtocolError::ChannelMismatch {
+                kind,
+                channel: ctx.channel(),
+            });
+        }
+        // The source is in the world, so matching it proves both checks.
+        let origin = u32::from_le_bytes(get(b, at::ORIGIN));
+        if origin != ctx.source().get() {
+            return Err(origin_error(origin, ctx));
+        }
+        let origin = ctx.source();
+        let message = decode_message(b, kind)?;
+        let payload_len = u32::from_le_bytes(get(b, at::PAYLOAD_LEN));
+        let segment_count = u16::from_le_bytes(get(b, at::SEGMENTS));
+        check_shape(kind, segment_count, payload_len, ctx.limits())?;
+        Ok(Self {
+            origin,
+            message,
+            segment_count,
+            payload_len,
+        })
+    }
+}
+
+/// Bytes 0..6 (magic and version) of every header, as the low 48 bits of
+/// a little-endian `u64`.
+const PREFIX: u64 = u32::from_le_bytes(MAGIC) as u64 | (PROTOCOL_VERSION as u64) << 32;
+const PREFIX_MASK: u64 = (1 << 48) - 1;
+
+#[cold]
+fn prefix_error(b: &[u8; HEADER_LEN]) -> ProtocolError {
+    let magic: [u8; 4] = get(b, at::MAGIC);
+    if magic == MAGIC {
+        ProtocolError::UnsupportedVersion {
+            found: u16::from_le_bytes(get(b, at::VERSION)),
+        }
+    } else {
+        ProtocolError::BadMagic { found: magic }
+    }
+}
+
+#[cold]
+fn origin_error(origin: u32, ctx: &DecodeContext) -> ProtocolError {
+    match ctx.world().rank(origin) {
+        Ok(origin) => ProtocolError::OriginMismatch {
+            origin,
+            source: ctx.source(),
+        },
+        Err(_) => ProtocolError::OriginOutOfWorld {
+            origin,
+            world_size: ctx.world().get(),
+        },
+    }
+}
+
+fn put_call(out: &mut [u8; HEADER_LEN], call: &Call) {
+    put(out, at::REQUEST, call.request.get().to_le_bytes());
+    put(out, at::ACTION, call.action.get().to_le_bytes());
+    put(out, at::DOMAIN, call.domain.get().to_le_bytes());
+    let trace = match call.trace {
+        Some(trace) => trace.get(),
+        None => 0,
+    };
+    put(out, at::TRACE, trace.to_le_bytes());
+}
+
+/// The kind-specific fields of a header, read but not yet checked.
+struct Fields {
+    code: u16,
+    detail: u16,
+    request: u64,
+    action: u128,
+    domain: u64,
+    deadline: u64,
+    trace: u64,
+    frames_sent: u64,
+    kind: MessageKind,
+}
+
+impl Fields {
+    fn read(b: &[u8; HEADER_LEN], kind: MessageKind) -> Self {
+        Self {
+            code: u16::from_le_bytes(get(b, at::ERROR_CODE)),
+            detail: u16::from_le_bytes(get(b, at::ERROR_DETAIL)),
+            request: u64::from_le_bytes(get(b, at::REQUEST)),
+            action: u128::from_le_bytes(get(b, at::ACTION)),
+            domain: u64::from_le_bytes(get(b, at::DOMAIN)),
+            deadline: u64::from_le_bytes(get(b, at::DEADLINE)),
+            trace: u64::from_le_bytes(get(b, at::TRACE)),
+            frames_sent: u64::from_le_bytes(get(b, at::FRAMES_SENT)),
+            kind,
+        }
+    }
+
+    fn zero(&self, set: bool, field: HeaderField) -> Result<(), ProtocolError> {
+        if set {
+            Err(ProtocolError::UnexpectedField {
+                kind: self.kind,
+                field,
+            })
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Request, action and domain, each required; the optional trace.
+    fn call(&self) -> Result<Call, ProtocolError> {
+        let zero = |id| ProtocolError::ZeroId {
+            kind: self.kind,
+            id,
+        };
+        Ok(Call {
+            request: RequestId::new(self.request).map_err(|_| zero(IdKind::Request))?,
+            action: ActionId::new(self.action).map_err(|_| zero(IdKind::Action))?,
+            domain: DomainId::new(self.domain).map_err(|_| zero(IdKind::Domain))?,
+            trace: TraceId::new(self.trace),
+        })
+    }
+
+    fn no_deadline(&self) -> Result<(), ProtocolError> {
+        self.zero(self.deadline != 0, HeaderField::Deadline)
+    }
+
+    fn no_error_code(&self) -> Result<(), ProtocolError> {
+        self.zero(self.code != 0 || self.detail != 0, HeaderField::ErrorCode)
+    }
+
+    fn no_frames_sent(&self) -> Result<(), ProtocolError> {
+        self.zero(self.frames_sent != 0, HeaderField::FramesSent)
+    }
+}
+
+/// The kind-specific fields, checked in this order: request, action,
+/// domain, deadline, trace, error code, frames sent.
+fn decode_message(b: &[u8; HEADER_LEN], kind: MessageKind) -> Result<Message, ProtocolError> {
+    let f = Fields::read(b, kind);
+    match kind {
+        MessageKind::Request => {
+            let call = f.call()?;
+            let Some(deadline) = RelativeDeadline::from_nanos(f.deadline) else {
+                return Err(ProtocolError::ZeroDeadline);
+            };
+            f.no_error_code()?;
+            f.no_frames_sent()?;
+            Ok(Message::Request { call, deadline })
+        }
+        MessageKind::Result | MessageKind::Cancel => {
+            let call = f.call()?;
+            f.no_deadline()?;
+            f.no_error_code()?;
+            f.no_frames_sent()?;
+            Ok(if kind == MessageKind::Result {
+                Message::Result { call }
+            } else {
+                Message::Cancel { call }
+            })
+        }
+        MessageKind::Error => {
+            let call = f.call()?;
+            f.no_deadline()?;
+            let Some(code) = ErrorCode::from_wire(f.code, f.detail) else {
+                return Err(ProtocolError::UnknownErrorCode {
+                    code: f.code,
+                    detail: f.detail,
+                });
+            };
+            f.no_frames_sent()?;
+            Ok(Message::Error { call, code })
+        }
+        MessageKind::Goodbye => {
+            f.zero(f.request != 0, HeaderField::Request)?;
+            f.zero(f.action != 0, HeaderField::Action)?;
+            f.zero(f.domain != 0, HeaderField::Domain)?;
+            f.no_deadline()?;
+            f.zero(f.trace != 0, HeaderField::Trace)?;
+            f.no_error_code()?;
+            Ok(Message::Goodbye {
+                frames_sent: f.frames_sent,
+            })
+        }
+        // Rejected before the fields are read; kept total for safety.
+        MessageKind::Hello => Err(ProtocolError::UnexpectedHello),
+    }
+}
+
+/// `HEADER_LEN + 4 * count + payload`, which cannot overflow a `u64`.
+pub(crate) const fn frame_len_u64(count: u16, payload: u64) -> u64 {
+    HEADER_LEN as u64 + LENGTH_ENTRY_LEN as u64 * count as u64 + payload
+}
+
+/// The payload rules a header alone can check, in order: payload allowed
+/// for the kind; one segment for an error; segment count; error text
+/// length; frame length; segments with no bytes or bytes with no segments.
+pub(crate) const fn check_shape(
+    kind: MessageKind,
+    count: u16,
+    payload_len: u32,
+    limits: &ProtocolLimits,
+) -> Result<(), ProtocolError> {
+    if !kind.has_payload() && (count != 0 || payload_len != 0) {
+        return Err(ProtocolError::UnexpectedPayload {
+            kind,
+            segments: count,
+            bytes: payload_len,
+        });
+    }
+    if matches!(kind, MessageKind::Error) && count != 1 {
+        return Err(ProtocolError::ErrorSegmentCount { count });
+    }
+    if count > limits.max_segments {
+        return Err(ProtocolError::TooManySegments {
+            count,
+            max: limits.max_segments,
+        });
+    }
+    if matches!(kind, MessageKind::Error) && payload_len > limits.max_error_text_bytes {
+        return Err(ProtocolError::ErrorTextTooLong {
+            len: payload_len,
+            max: limits.max_error_text_bytes,
+        });
+    }
+    let len = frame_len_u64(count, payload_len as u64);
+    if len > limits.max_frame_bytes as u64 {
+        return Err(ProtocolError::FrameTooLarge {
+            len,
+            max: limits.max_frame_bytes,
+        });
+    }
+    if count == 0 && payload_len != 0 {
+        return Err(ProtocolError::LengthMismatch {
+            declared: payload_len,
+            sum: 0,
+        });
+    }
+    Ok(())
+}
+
+/// One entry of the segment length table against the segment limit.
+pub(crate) const fn check_segment_len(
+    index: u16,
+    len: u32,
+    limits: &ProtocolLimits,
+) -> Result<(), ProtocolError> {
+    if len > limits.max_segment_bytes {
+        Err(ProtocolError::SegmentTooLarge {
+            index,
+            len,
+            max: limits.max_segment_bytes,
+        })
+    } else {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,158 @@
+//! Building and reading the segments of an action's payload.
+
+use std::fmt;
+
+use dinah_core::wire::Segments;
+
+use super::CodecError;
+
+/// Collects the payload segments a [`WireValue`](super::WireValue) encodes
+/// into: one contiguous buffer plus the segment boundaries, so a frame is
+/// assembled with one copy.
+#[derive(Default, Clone)]
+pub struct SegmentWriter {
+    data: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl SegmentWriter {
+    /// An empty writer.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Appends one segment holding `bytes`.
+    pub fn push(&mut self, bytes: &[u8]) {
+        self.data.extend_from_slice(bytes);
+        self.ends.push(self.data.len());
+    }
+
+    /// Appends one segment written by `fill` into the shared buffer
+    /// (everything `fill` appends becomes the segment).
+    pub fn push_with(&mut self, fill: impl FnOnce(&mut Vec<u8>)) {
+        fill(&mut self.data);
+        self.ends.push(self.data.len());
+    }
+
+    /// The number of segments so far.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// No segment yet?
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Total payload bytes so far.
+    pub fn payload_len(&self) -> usize {
+        self.data.len()
+    }
+
+    /// The segments in order.
+    pub fn segments(&self) -> impl ExactSizeIterator<Item = &[u8]> + '_ {
+        self.ends.iter().enumerate().map(move |(i, &end)| {
+            let start = if i == 0 { 0 } else { self.ends[i - 1] };
+            &self.data[start..end]
+        })
+    }
+
+    /// Forgets the segments, keeping the buffers' capacity.
+    pub fn clear(&mut self) {
+        self.data.clear();
+        self.ends.clear();
+    }
+}
+
+impl fmt::Debug for SegmentWriter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SegmentWriter").field("segments", &self.ends.len()).field("bytes", &self.data.len()).finish()
+    }
+}
+
+/// Reads a payload's segments in order during
+/// [`WireValue::decode`](super::WireValue::decode).
+pub struct SegmentReader<'a> {
+    source: Source<'a>,
+    taken: usize,
+}
+
+enum Source<'a> {
+    Frame(Segments<'a>),
+    Writer { writer: &'a SegmentWriter, next: usize },
+}
+
+impl<'a> Iterator for Source<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        match self {
+            Self::Frame(segments) => segments.next(),
+            Self::Writer { writer, next } => {
+                let end = *writer.ends.get(*next)?;
+                let start = if *next == 0 { 0 } else { writer.ends[*next - 1] };
+                *next += 1;
+                Some(&writer.data[start..end])
+            }
+        }
+    }
+}
+
+impl<'a> SegmentReader<'a> {
+    /// A reader over the segments of a received frame.
+    pub fn from_frame(segments: Segments<'a>) -> Self {
+        Self { source: Source::Frame(segments), taken: 0 }
+    }
+
+    /// A reader over what `writer` holds (local calls, tests).
+    pub fn from_writer(writer: &'a SegmentWriter) -> Self {
+        Self { source: Source::Writer { writer, next: 0 }, taken: 0 }
+    }
+
+    /// The next segment.
+    ///
+    /// # Errors
+    ///
+    /// [`CodecError::MissingSegment`] if there is none.
+    pub fn next_segment(&mut self) -> Result<&'a [u8], CodecError> {
+        match self.source.next() {
+            Some(segment) => {
+                self.taken += 1;
+                Ok(segment)
+            }
+            None => Err(CodecError::MissingSegment { index: self.taken }),
+        }
+    }
+
+    /// The next segment, which must be exactly `N` bytes.
+    ///
+    /// # Errors
+    ///
+    /// [`CodecError::MissingSegment`] or [`CodecError::SegmentLength`].
+    pub fn next_array<const N: usize>(&mut self) -> Result<[u8; N], CodecError> {
+        let index = self.taken;
+        let segment = self.next_segment()?;
+        segment.try_into().map_err(|_| CodecError::SegmentLength { index, expected: N, actual: segment.len() })
+    }
+
+    /// Segments read so far.
+    pub fn position(&self) -> usize {
+        self.taken
+    }
+
+    /// Checks that every segment was read.
+    ///
+    /// # Errors
+    ///
+    /// [`CodecError::TrailingSegments`] if some are left.
+    pub fn finish(mut self) -> Result<(), CodecError> {
+        let extra = self.source.by_ref().count();
+        if extra == 0 { Ok(()) } else { Err(CodecError::TrailingSegments { extra }) }
+    }
+}
+
+impl fmt::Debug for SegmentReader<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SegmentReader").field("position", &self.taken).finish_non_exhaustive()
+    }
+}

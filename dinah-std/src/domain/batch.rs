@@ -1,0 +1,261 @@
+//! Batches: many short tasks run inside a domain with Rayon's splitting.
+//!
+//! A batch runs as one job in the domain's pool: a Rayon indexed parallel
+//! iterator over the caller's tasks, collected in place into the result
+//! vector, so the per-task cost is Rayon's own. The calling thread, which
+//! is not a worker, spins briefly while it waits (up to the domain's
+//! `spin_before_park`, adapting as described in `wait.rs`) and then
+//! blocks; for short batches this saves the wake-up that dominates Rayon's
+//! `install` from outside the pool.
+//!
+//! A batch holds one admission for the whole call (see the
+//! domain documentation). Tasks that have not started when a
+//! [`ShutdownPolicy::CancelQueued`](crate::ShutdownPolicy::CancelQueued)
+//! shutdown begins are reported `Cancelled` without running.
+//!
+//! # Memory ordering
+//!
+//! The `done` flag (stored `Release` after the results are written, loaded
+//! `Acquire` while spinning) only ends the spin early. Visibility of the
+//! results to the caller comes from Rayon's scope, which does not return
+//! before the spawned job has finished.
+
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use rayon::prelude::*;
+
+use dinah_core::{TaskFailure, TaskId, TaskQueue};
+
+use super::admission::AdmissionGuard;
+use super::instrument::Instrumentation;
+use super::job::panicked;
+use super::{Domain, DomainShared, TrySubmitError};
+
+/// The result of one task of a batch: its value, or its boxed failure.
+///
+/// The failure is boxed because a [`TaskFailure`] keeps a panic message
+/// inline (a few hundred bytes); unboxed, a 10,000-task result vector would
+/// take megabytes even when every task succeeds.
+pub type BatchResult<T, E> = Result<T, Box<TaskFailure<E>>>;
+
+impl Domain {
+    /// Runs `tasks` on the domain's workers and returns their results in
+    /// the order of `tasks`.
+    ///
+    /// Tasks may borrow from the caller: the call returns only after every
+    /// task has finished. A task's error stays its own, a panicking task
+    /// becomes a [`TaskFailure`] with the panic's message (the others still
+    /// run), and the domain keeps working. Called from one of the domain's
+    /// own workers, the batch runs inline on that worker's pool.
+    ///
+    /// # Errors
+    ///
+    /// [`TrySubmitError::Full`] if the domain holds its capacity of jobs,
+    /// [`TrySubmitError::ShuttingDown`] after shutdown began; both hand the
+    /// tasks back, none having run.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::num::NonZeroUsize;
+    /// use dinah_core::{DomainId, TaskFailureKind};
+    /// use dinah_std::{Domain, DomainConfig};
+    ///
+    /// let domain = Domain::start(DomainConfig::new(DomainId::new(1)?, NonZeroUsize::MIN, NonZeroUsize::MIN), None)?;
+    /// let inputs = [3_u32, 0, 5];
+    /// let tasks: Vec<_> = inputs
+    ///     .iter()
+    ///     .map(|&x| move || 60_u32.checked_div(x).ok_or("division by zero"))
+    ///     .collect();
+    /// let results = domain.run_batch(tasks)?;
+    /// assert_eq!(results[0].as_ref().ok(), Some(&20));
+    /// assert_eq!(results[1].as_ref().unwrap_err().kind(), TaskFailureKind::ReturnedError);
+    /// assert_eq!(results[2].as_ref().ok(), Some(&12));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn run_batch<F, T, E>(
+        &self,
+        tasks: Vec<F>,
+    ) -> Result<Vec<BatchResult<T, E>>, TrySubmitError<Vec<F>>>
+    where
+        F: FnOnce() -> Result<T, E> + Send,
+        T: Send,
+        E: Send,
+    {
+        if let Err(refusal) = self.shared.admission.try_admit() {
+            return Err(refusal.refuse(tasks));
+        }
+        let _admission = AdmissionGuard(&self.shared.admission);
+        Ok(self.run_admitted(tasks))
+    }
+
+    /// Drains `queue` and runs its tasks like [`run_batch`](Self::run_batch):
+    /// the domain-backed counterpart of
+    /// [`Scheduler::run_parallel`](crate::Scheduler::run_parallel), for
+    /// callers that run many batches and should not start threads on every
+    /// call.
+    ///
+    /// Results are in FIFO order and the queue is empty afterwards. Unlike
+    /// the scheduler, a panicking task does not unwind the call: it becomes
+    /// that task's [`TaskFailure`].
+    ///
+    /// # Errors
+    ///
+    /// [`TrySubmitError::Full`] or [`TrySubmitError::ShuttingDown`] as for
+    /// [`run_batch`](Self::run_batch); the queue is left untouched.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::num::NonZeroUsize;
+    /// use dinah_core::{DomainId, TaskQueue};
+    /// use dinah_std::{Domain, DomainConfig};
+    ///
+    /// let domain = Domain::start(DomainConfig::new(DomainId::new(1)?, NonZeroUsize::MIN, NonZeroUsize::MIN), None)?;
+    /// let mut queue: TaskQueue<_, 8> = TaskQueue::new();
+    /// for n in 0..8_u32 {
+    ///     assert!(queue.try_push(move || Ok::<_, ()>(n + 1)).is_ok());
+    /// }
+    /// let results = domain.run_queue(&mut queue)?;
+    /// assert!(queue.is_empty());
+    /// assert_eq!(results.into_iter().map(Result::unwrap).sum::<u32>(), 36);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn run_queue<F, T, E, const N: usize>(
+        &self,
+        queue: &mut TaskQueue<F, N>,
+    ) -> Result<Vec<BatchResult<T, E>>, TrySubmitError<()>>
+    where
+        F: FnOnce() -> Result<T, E> + Send,
+        T: Send,
+        E: Send,
+    {
+        if let Err(refusal) = self.shared.admission.try_admit() {
+            return Err(refusal.refuse(()));
+        }
+        let _admission = AdmissionGuard(&self.shared.admission);
+        let tasks: Vec<F> = std::iter::from_fn(|| queue.pop()).collect();
+        Ok(self.run_admitted(tasks))
+    }
+
+    /// Runs an admitted batch and returns its results in order.
+    fn run_admitted<F, T, E>(&self, tasks: Vec<F>) -> Vec<BatchResult<T, E>>
+    where
+        F: FnOnce() -> Result<T, E> + Send,
+        T: Send,
+        E: Send,
+    {
+        let shared = &*self.shared;
+        let mut results = Vec::with_capacity(tasks.len());
+        if tasks.is_empty() {
+            return results;
+        }
+        let work = |results: &mut Vec<BatchResult<T, E>>| match &shared.instrumentation {
+            None => tasks
+                .into_par_iter()
+                .map(|task| {
+                    run_task(
+                        shared,
+                        task,
+                        || {},
+                        || {
+                            shared.cancelled_by_shutdown(TaskId::MAX, None);
+                        },
+                    )
+                })
+                .collect_into_vec(results),
+            Some(instrumentation) => {
+                run_instrumented(shared, instrumentation, tasks, results);
+            }
+        };
+        let pool = self.pool();
+        if rayon::current_thread_index().is_some() {
+            // On a worker (of this pool: runs inline; of another pool: that
+            // worker keeps stealing while it waits). Never spin a worker.
+            pool.install(|| work(&mut results));
+        } else {
+            let done = AtomicBool::new(false);
+            let out = &mut results;
+            pool.in_place_scope(|scope| {
+                scope.spawn(|_| {
+                    work(out);
+                    done.store(true, Ordering::Release);
+                });
+                shared
+                    .spin_batches
+                    .spin(Duration::MAX, || done.load(Ordering::Acquire));
+            });
+        }
+        results
+    }
+}
+
+/// Runs one task of a batch: skipped (calling `on_cancel`) if a cancelling
+/// shutdown began, otherwise `on_start` is called and the task runs with
+/// its panic caught.
+#[inline]
+fn run_task<F, T, E>(
+    shared: &DomainShared,
+    task: F,
+    on_start: impl FnOnce(),
+    on_cancel: impl FnOnce(),
+) -> BatchResult<T, E>
+where
+    F: FnOnce() -> Result<T, E>,
+{
+    if shared.admission.cancels_queued() {
+        on_cancel();
+        return Err(Box::new(TaskFailure::cancelled()));
+    }
+    on_start();
+    match panic::catch_unwind(AssertUnwindSafe(task)) {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(error)) => Err(Box::new(TaskFailure::returned(error))),
+        Err(payload) => Err(Box::new(panicked(payload))),
+    }
+}
+
+/// The instrumented twin of the plain path: task IDs are reserved as one
+/// consecutive block, and every task's lifecycle is recorded.
+fn run_instrumented<F, T, E>(
+    shared: &DomainShared,
+    instrumentation: &Instrumentation,
+    tasks: Vec<F>,
+    results: &mut Vec<BatchResult<T, E>>,
+) where
+    F: FnOnce() -> Result<T, E> + Send,
+    T: Send,
+    E: Send,
+{
+    let count = u64::try_from(tasks.len()).unwrap_or(u64::MAX);
+    let first = shared.reserve_task_ids(count);
+    let id = |index: usize| {
+        DomainShared::task_id(first.saturating_add(u64::try_from(index).unwrap_or(u64::MAX)))
+    };
+    for index in 0..tasks.len() {
+        instrumentation.submitted(shared.id, id(index));
+    }
+    tasks
+        .into_par_iter()
+        .enumerate()
+        .map(|(index, task)| {
+            let task_id: TaskId = id(index);
+            let mut skipped = false;
+            let result = run_task(
+                shared,
+                task,
+                || instrumentation.started(shared.id, task_id),
+                || skipped = true,
+            );
+            if skipped {
+                shared.cancelled_by_shutdown(task_id, None);
+            } else {
+                let failure = result.as_ref().err().map(|failure| failure.kind());
+                instrumentation.finished(shared.id, task_id, failure);
+            }
+            result
+        })
+        .collect_into_vec(results);
+}

@@ -1,0 +1,323 @@
+//! Running one job: the cancellation check, the context user code sees,
+//! panic capture and outcome classification.
+
+use std::any::Any;
+use std::cell::Cell;
+use std::fmt;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::Arc;
+
+use dinah_core::{
+    CancelFlag, CancellationRequested, DomainId, TaskFailure, TaskFailureKind, TaskId, TaskOutcome,
+};
+
+use super::DomainShared;
+use super::completion::{Completion, CompletionQueue};
+use super::handle::{JobCore, JobSlot};
+
+/// What a running job can ask about itself: its identity and whether it
+/// should stop.
+///
+/// Handed by reference to every job submitted with
+/// [`Domain::try_submit`](crate::Domain::try_submit) or
+/// [`Domain::try_submit_to`](crate::Domain::try_submit_to).
+///
+/// # Cancellation
+///
+/// Cancellation is cooperative. A job that has not started when its
+/// cancellation is requested never runs. A running job learns of a request
+/// by polling [`is_cancellation_requested`](Self::is_cancellation_requested)
+/// and *acknowledges* it through [`check`](Self::check) (which returns
+/// `Err` when a request is pending) or
+/// [`acknowledge_cancellation`](Self::acknowledge_cancellation). A job
+/// that acknowledged ends [`Cancelled`](dinah_core::TaskFailureKind::Cancelled)
+/// whatever it returns afterwards; a job that never acknowledges ends with
+/// what it returns, even if a request arrived meanwhile.
+///
+/// A request comes from the job's own handle or canceller, or from a
+/// domain shutdown with [`ShutdownPolicy::CancelAll`](crate::ShutdownPolicy::CancelAll).
+///
+/// # Examples
+///
+/// ```
+/// use dinah_core::{CancellationRequested, DomainId};
+/// use dinah_std::{Domain, DomainConfig};
+/// # use std::num::NonZeroUsize;
+///
+/// let domain = Domain::start(DomainConfig::new(DomainId::new(1)?, NonZeroUsize::MIN, NonZeroUsize::MIN), None)?;
+/// let handle = domain
+///     .try_submit(|ctx| -> Result<u64, CancellationRequested> {
+///         let mut sum = 0;
+///         for i in 0..1_000 {
+///             ctx.check()?; // stop here if asked to
+///             sum += i;
+///         }
+///         Ok(sum)
+///     })?;
+/// assert_eq!(handle.join()?, 499_500);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct JobContext<'a> {
+    task: TaskId,
+    domain: DomainId,
+    job_cancel: &'a CancelFlag,
+    domain_cancel: &'a CancelFlag,
+    acknowledged: Cell<bool>,
+}
+
+impl JobContext<'_> {
+    /// The job's task ID, unique among the jobs of its domain.
+    #[must_use]
+    pub fn task_id(&self) -> TaskId {
+        self.task
+    }
+
+    /// The domain the job runs in.
+    #[must_use]
+    pub fn domain_id(&self) -> DomainId {
+        self.domain
+    }
+
+    /// The index (from 0) of the worker thread running the job.
+    #[must_use]
+    pub fn worker_index(&self) -> Option<usize> {
+        rayon::current_thread_index()
+    }
+
+    /// Has cancellation of this job been requested? Does not acknowledge.
+    #[must_use]
+    pub fn is_cancellation_requested(&self) -> bool {
+        self.job_cancel.is_requested() || self.domain_cancel.is_requested()
+    }
+
+    /// A safe point for `?`: `Ok(())` to carry on, or
+    /// `Err(CancellationRequested)` (acknowledging the request) to stop.
+    ///
+    /// # Errors
+    ///
+    /// [`CancellationRequested`] if cancellation was requested; the job
+    /// then ends `Cancelled` whatever it returns.
+    pub fn check(&self) -> Result<(), CancellationRequested> {
+        if self.acknowledge_cancellation() {
+            Err(CancellationRequested)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Acknowledges a pending cancellation request: returns `true` (and
+    /// makes the job end `Cancelled` whatever it returns) if one was
+    /// requested, `false` (changing nothing) otherwise.
+    pub fn acknowledge_cancellation(&self) -> bool {
+        let requested = self.is_cancellation_requested();
+        if requested {
+            self.acknowledged.set(true);
+        }
+        requested
+    }
+}
+
+impl fmt::Debug for JobContext<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JobContext")
+            .field("task", &self.task)
+            .field("domain", &self.domain)
+            .field("cancellation_requested", &self.is_cancellation_requested())
+            .field("acknowledged", &self.acknowledged.get())
+            .finish()
+    }
+}
+
+/// A type-erased admitted job waiting in the domain's queue.
+///
+/// Exactly one of the two methods is called, exactly once: whoever pops
+/// the job from the queue owns it.
+pub(crate) trait QueuedJob: Send {
+    /// Runs the job (unless it is found cancelled) and delivers its
+    /// outcome.
+    fn run(self: Box<Self>, domain: &DomainShared);
+    /// Delivers `Cancelled` without running user code (shutdown).
+    fn cancel(self: Box<Self>, domain: &DomainShared);
+}
+
+/// The message kept from a panic payload: the `&str` or `String` that
+/// `panic!` produced, or a fixed note for other payloads.
+pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> &str {
+    if let Some(message) = payload.downcast_ref::<&'static str>() {
+        message
+    } else if let Some(message) = payload.downcast_ref::<String>() {
+        message
+    } else {
+        "the panic payload is not a string"
+    }
+}
+
+/// A failure from a caught panic payload.
+pub(crate) fn panicked<E>(payload: Box<dyn Any + Send>) -> TaskFailure<E> {
+    let failure = TaskFailure::panicked(panic_message(&*payload));
+    // A payload whose destructor panics must not take the worker down.
+    let _ = panic::catch_unwind(AssertUnwindSafe(move || drop(payload)));
+    failure
+}
+
+/// Runs `job` as task `task` of `domain`, unless it is already cancelled:
+/// the one place single jobs meet user code.
+///
+/// Records the lifecycle events when the domain is instrumented.
+pub(crate) fn execute<F, T, E>(
+    domain: &DomainShared,
+    task: TaskId,
+    cancel: &CancelFlag,
+    job: F,
+) -> TaskOutcome<T, E>
+where
+    F: FnOnce(&JobContext<'_>) -> Result<T, E>,
+{
+    let instrumentation = domain.instrumentation.as_deref();
+    if domain.admission.cancels_queued() {
+        domain.cancelled_by_shutdown(task, Some(cancel));
+        return TaskOutcome::Failed(TaskFailure::cancelled());
+    }
+    if cancel.is_requested() {
+        // The canceller recorded the request; this is the acknowledgement.
+        if let Some(instrumentation) = instrumentation {
+            instrumentation.finished(domain.id, task, Some(TaskFailureKind::Cancelled));
+        }
+        return TaskOutcome::Failed(TaskFailure::cancelled());
+    }
+    if let Some(instrumentation) = instrumentation {
+        instrumentation.started(domain.id, task);
+    }
+    let context = JobContext {
+        task,
+        domain: domain.id,
+        job_cancel: cancel,
+        domain_cancel: &domain.cancel_running,
+        acknowledged: Cell::new(false),
+    };
+    let outcome = match panic::catch_unwind(AssertUnwindSafe(|| job(&context))) {
+        Ok(_) if context.acknowledged.get() => TaskOutcome::Failed(TaskFailure::cancelled()),
+        Ok(result) => TaskOutcome::from(result),
+        Err(payload) => TaskOutcome::Failed(panicked(payload)),
+    };
+    if let Some(instrumentation) = instrumentation {
+        instrumentation.finished(domain.id, task, outcome.failure().map(TaskFailure::kind));
+    }
+    outcome
+}
+
+/// A job whose outcome goes to a [`JobHandle`].
+pub(crate) struct HandleJob<F, T, E> {
+    pub(crate) job: F,
+    pub(crate) slot: Arc<JobSlot<T, E>>,
+}
+
+impl<F, T, E> QueuedJob for HandleJob<F, T, E>
+where
+    F: FnOnce(&JobContext<'_>) -> Result<T, E> + Send,
+    T: Send,
+    E: Send,
+{
+    fn run(self: Box<Self>, domain: &DomainShared) {
+        let Self { job, slot } = *self;
+        let outcome = execute(domain, slot.task, &slot.cancel, job);
+        slot.complete(outcome);
+    }
+
+    fn cancel(self: Box<Self>, domain: &DomainShared) {
+        domain.cancelled_by_shutdown(self.slot.task, Some(&self.slot.cancel));
+        self.slot
+            .complete(TaskOutcome::Failed(TaskFailure::cancelled()));
+    }
+}
+
+/// A job whose outcome goes to a [`CompletionQueue`].
+pub(crate) struct CompletionJob<K, F, T, E> {
+    pub(crate) key: K,
+    pub(crate) job: F,
+    pub(crate) core: Arc<JobCore>,
+    pub(crate) completions: Arc<CompletionQueue<K, T, E>>,
+}
+
+impl<K, F, T, E> QueuedJob for CompletionJob<K, F, T, E>
+where
+    K: Send,
+    F: FnOnce(&JobContext<'_>) -> Result<T, E> + Send,
+    T: Send,
+    E: Send,
+{
+    fn run(self: Box<Self>, domain: &DomainShared) {
+        let Self {
+            key,
+            job,
+            core,
+            completions,
+        } = *self;
+        let outcome = execute(domain, core.task, &core.cancel, job);
+        completions.deliver(Completion {
+            key,
+            task: core.task,
+            outcome,
+        });
+    }
+
+    fn cancel(self: Box<Self>, domain: &DomainShared) {
+        domain.cancelled_by_shutdown(self.core.task, Some(&self.core.cancel));
+        self.completions.deliver(Completion {
+            key: self.key,
+            task: self.core.task,
+            outcome: TaskOutcome::Failed(TaskFailure::cancelled()),
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn panic_messages_from_str_string_and_other_payloads() {
+        let text: Box<dyn Any + Send> = Box::new("static text");
+        assert_eq!(panic_message(&*text), "static text");
+        let owned: Box<dyn Any + Send> = Box::new(String::from("formatted 7"));
+        assert_eq!(panic_message(&*owned), "formatted 7");
+        let other: Box<dyn Any + Send> = Box::new(42_u32);
+        assert_eq!(panic_message(&*other), "the panic payload is not a string");
+    }
+
+    #[test]
+    fn a_payload_that_panics_on_drop_is_contained() {
+        struct Bomb;
+        impl Drop for Bomb {
+            fn drop(&mut self) {
+                panic!("payload destructor");
+            }
+        }
+        let failure: TaskFailure<()> = panicked(Box::new(Bomb));
+        assert_eq!(
+            failure.panic_message(),
+            Some("the panic payload is not a string")
+        );
+    }
+
+    #[test]
+    fn context_acknowledges_only_pending_requests() {
+        let (job, domain) = (CancelFlag::new(), CancelFlag::new());
+        let context = JobContext {
+            task: TaskId::MIN,
+            domain: DomainId::MIN,
+            job_cancel: &job,
+            domain_cancel: &domain,
+            acknowledged: Cell::new(false),
+        };
+        assert_eq!(context.check(), Ok(()));
+        assert!(!context.acknowledged.get());
+        domain.request();
+        assert!(context.is_cancellation_requested());
+        assert!(!context.acknowledged.get(), "asking is not acknowledging");
+        assert_eq!(context.check(), Err(CancellationRequested));
+        assert!(context.acknowledged.get());
+        assert_eq!(context.worker_index(), None);
+        assert!(format!("{context:?}").contains("acknowledged: true"));
+    }
+}

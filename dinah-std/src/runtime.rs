@@ -1,0 +1,217 @@
+//! The long-lived runtime: typed remote actions with deadlines,
+//! cancellation, at-most-once execution and a reported shutdown.
+//!
+//! ```
+//! use std::time::Duration;
+//! use dinah_core::{ProtocolLimits, RuntimeLimits, WorldSize};
+//! use dinah_std::transport::memory::{FaultPlan, SimMode, SimNetwork};
+//! use dinah_std::{Action, CodecError, Runtime, SegmentReader, SegmentWriter, WireValue, schema_id};
+//!
+//! struct Square(u64);
+//! impl WireValue for Square {
+//!     const SCHEMA_ID: u64 = schema_id("doc.Square/1");
+//!     fn encode(&self, out: &mut SegmentWriter) -> Result<(), CodecError> { self.0.encode(out) }
+//!     fn decode(input: &mut SegmentReader<'_>) -> Result<Self, CodecError> { u64::decode(input).map(Square) }
+//! }
+//! impl Action for Square {
+//!     const ID: u128 = 0x5157;
+//!     type Output = u64;
+//! }
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let mut builder = Runtime::builder(7, ProtocolLimits::default(), RuntimeLimits::default())?;
+//! builder.register::<Square, _>(|Square(n)| Ok(n * n))?;
+//! let hello = builder.hello()?;
+//! // One rank over the in-memory transport; TCP and MPI are used the same way.
+//! let network = SimNetwork::with_mode(WorldSize::ONE, 1, FaultPlan::new(), SimMode::Threaded)?;
+//! let (handle, driver) = network.endpoint(dinah_core::Rank::ZERO, hello.handle)?;
+//! let mut runtime = builder.start(handle, driver)?;
+//! let client = runtime.client();
+//! let nine = runtime.block_on(client.spawn_on(dinah_core::Rank::ZERO, Square(3)))?;
+//! assert_eq!(nine, 9);
+//! let report = runtime.shutdown(Duration::from_secs(5))?;
+//! assert!(report.is_clean());
+//! # Ok(())
+//! # }
+//! ```
+
+mod builder;
+mod calls;
+mod client;
+mod clock;
+mod error;
+mod frames;
+mod inbound;
+mod progress;
+mod registry;
+mod remote_future;
+mod scope;
+mod shared;
+mod shutdown;
+mod stats;
+
+use std::fmt;
+use std::future::Future;
+use std::pin::pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::Duration;
+
+pub use builder::{DEFAULT_DOMAIN, RuntimeBuilder};
+pub use client::{RuntimeClient, SpawnOptions};
+pub use clock::{SharedClock, StdClock};
+pub use error::{BuildError, FailureKind, RuntimeError, Side};
+pub use progress::Progress;
+pub use registry::ActionContext;
+pub use remote_future::RemoteFuture;
+pub use scope::{Scope, ScopedFuture};
+pub use shutdown::{ShutdownReport, ShutdownTimeout};
+pub use stats::RuntimeStats;
+
+use crate::transport::{TransportDriver, TransportEvent, Wakeup};
+use calls::CallInfo;
+use inbound::Receiver;
+use shared::Shared;
+
+/// How long the owner spins before parking when idle: waking a parked
+/// thread costs tens of microseconds on small machines, and the next event
+/// is often that close.
+const IDLE_SPIN: Duration = Duration::from_micros(50);
+
+/// The longest the owner parks at once when idle, so deadlines and dedup
+/// expiry are noticed even if nothing wakes it.
+const MAX_IDLE: Duration = Duration::from_millis(10);
+
+/// One rank's runtime: owns the transport driver and progresses every call
+/// issued or served here.
+///
+/// Build it with [`Runtime::builder`], register actions, exchange the hello
+/// through a transport, then [`start`](RuntimeBuilder::start) it. The thread
+/// that starts it is its **owner**: the only thread that calls
+/// [`progress`](Self::progress), [`block_on`](Self::block_on),
+/// [`scope`](Self::scope) and [`shutdown`](Self::shutdown) (the type is not
+/// `Send`, because an MPI driver must stay on its thread). Other threads
+/// issue calls through a [`RuntimeClient`].
+///
+/// Correct programs end with [`shutdown`](Self::shutdown). Dropping a
+/// running runtime never blocks indefinitely and never runs a collective:
+/// it refuses new work, fails local waiters with `Cancelled`, asks running
+/// handlers to stop and closes the transport with a short deadline.
+pub struct Runtime {
+    shared: Arc<Shared>,
+    driver: Box<dyn TransportDriver>,
+    receiver: Receiver,
+    events: Vec<TransportEvent>,
+    expired: Vec<CallInfo>,
+    /// A cancellation taken from the queue that did not fit the control
+    /// lane yet.
+    cancel_retry: Option<(dinah_core::Rank, dinah_core::wire::Call)>,
+    waker: Waker,
+    peers_drained: Vec<bool>,
+    shutdown: Option<shutdown::ShutdownState>,
+    /// Jobs a timed-out domain join left running, and the remote ones
+    /// among them still in the dedup table when it was cleared.
+    stuck: shutdown::Stuck,
+    closed: bool,
+}
+
+/// Wakes the owner thread (used as the waker of `block_on` and of the
+/// completion queue).
+struct OwnerWaker(Wakeup);
+
+impl Wake for OwnerWaker {
+    fn wake(self: Arc<Self>) {
+        self.0.wake();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.wake();
+    }
+}
+
+impl Runtime {
+    /// A builder for a runtime of run `run_id` with these limits.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::Limits`] if a limit is invalid (it names the field).
+    pub fn builder(
+        run_id: u64,
+        protocol_limits: dinah_core::ProtocolLimits,
+        runtime_limits: dinah_core::RuntimeLimits,
+    ) -> Result<RuntimeBuilder, BuildError> {
+        RuntimeBuilder::new(run_id, protocol_limits, runtime_limits)
+    }
+
+    /// A client for issuing calls from any thread.
+    pub fn client(&self) -> RuntimeClient {
+        RuntimeClient { shared: Arc::clone(&self.shared) }
+    }
+
+    /// This rank.
+    pub fn rank(&self) -> dinah_core::Rank {
+        self.shared.rank
+    }
+
+    /// The number of ranks.
+    pub fn world(&self) -> dinah_core::WorldSize {
+        self.shared.world
+    }
+
+    /// The lifecycle state.
+    pub fn state(&self) -> dinah_core::RuntimeState {
+        self.shared.state.load()
+    }
+
+    /// Drives `future` to completion on the owner thread: polls it, runs
+    /// bounded [`progress`](Self::progress) between polls, and parks
+    /// briefly (spinning first) when nothing happened. Not a general async
+    /// executor: it drives one future and this runtime.
+    ///
+    /// # Panics
+    ///
+    /// A panic inside `future` propagates to the caller (the runtime stays
+    /// usable).
+    pub fn block_on<F: Future>(&mut self, future: F) -> F::Output {
+        let waker = self.waker.clone();
+        let mut cx = Context::from_waker(&waker);
+        let mut future = pin!(future);
+        loop {
+            if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+                return output;
+            }
+            let progress = self.progress();
+            if !progress.did_work() {
+                self.idle();
+            }
+        }
+    }
+
+    /// Waits on the driver until something may have happened, at most until
+    /// the next deadline (or [`MAX_IDLE`]).
+    fn idle(&mut self) {
+        let now = self.shared.clock.now();
+        let next = [self.shared.calls.next_deadline(), self.receiver.next_expiry()].into_iter().flatten().min();
+        let timeout = next.map_or(MAX_IDLE, |at| at.saturating_duration_since(now).min(MAX_IDLE));
+        self.driver.idle_wait(IDLE_SPIN.min(timeout), timeout);
+    }
+
+    /// Counts and bytes held right now (never payloads).
+    pub fn stats(&self) -> RuntimeStats {
+        stats::collect(self)
+    }
+}
+
+impl fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Runtime").field("stats", &self.stats()).finish()
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        if !self.closed {
+            shutdown::abandon(self);
+        }
+    }
+}

@@ -1,0 +1,252 @@
+//! Building and starting a runtime.
+
+use std::fmt;
+use std::num::NonZeroUsize;
+use std::sync::Arc;
+
+use crossbeam_queue::ArrayQueue;
+use dinah_core::{
+    AtomicRuntimeState, DomainId, ProtocolLimits, RequestIdAllocator, RuntimeLimits, RuntimeMetrics, RuntimeState,
+};
+
+use super::calls::Calls;
+use super::clock::{SharedClock, StdClock};
+use super::error::BuildError;
+use super::inbound::Receiver;
+use super::registry::{ActionContext, Entry, Registry, Typed};
+use super::shared::{CompletionSet, Completions, Counters, Domains, Shared};
+use super::{OwnerWaker, Runtime};
+use crate::action::{Action, ActionError};
+use crate::domain::{Domain, DomainConfig, Instrumentation};
+use crate::transport::{HandleConfig, TransportDriver, TransportHandle, TransportHello};
+
+/// The domain actions run in unless registered elsewhere: created with
+/// [`RuntimeLimits::workers_per_domain`] workers if not declared.
+pub const DEFAULT_DOMAIN: DomainId = DomainId::MIN;
+
+/// Registers actions and domains, produces the hello for the transport,
+/// and starts the runtime.
+///
+/// Registration is explicit and happens before the transport connects,
+/// because the hello carries a fingerprint of the registry: ranks whose
+/// registries differ refuse each other during the handshake.
+pub struct RuntimeBuilder {
+    run_id: u64,
+    protocol: ProtocolLimits,
+    limits: RuntimeLimits,
+    registry: Registry,
+    domains: Vec<(DomainId, NonZeroUsize)>,
+    clock: Option<SharedClock>,
+    instrumentation: Option<Arc<Instrumentation>>,
+}
+
+impl RuntimeBuilder {
+    pub(crate) fn new(run_id: u64, protocol: ProtocolLimits, limits: RuntimeLimits) -> Result<Self, BuildError> {
+        protocol.validate()?;
+        limits.validate()?;
+        Ok(Self {
+            run_id,
+            protocol,
+            limits,
+            registry: Registry::default(),
+            domains: Vec::new(),
+            clock: None,
+            instrumentation: None,
+        })
+    }
+
+    /// Declares worker domain `id` with `workers` threads (its queue holds
+    /// [`RuntimeLimits::max_action_queue`] jobs).
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::DomainLimit`] if `id` is already declared or this
+    /// would exceed [`RuntimeLimits::max_domains`].
+    pub fn domain(&mut self, id: DomainId, workers: NonZeroUsize) -> Result<&mut Self, BuildError> {
+        if self.domains.iter().any(|(d, _)| *d == id) || self.domains.len() >= usize::from(self.limits.max_domains) {
+            return Err(BuildError::DomainLimit { domain: id });
+        }
+        self.domains.push((id, workers));
+        Ok(self)
+    }
+
+    /// Registers `handler` for action `A` in the [`DEFAULT_DOMAIN`].
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::ZeroActionId`] or [`BuildError::DuplicateAction`].
+    pub fn register<A, F>(&mut self, handler: F) -> Result<&mut Self, BuildError>
+    where
+        A: Action,
+        F: Fn(A) -> Result<A::Output, ActionError> + Send + Sync + 'static,
+    {
+        self.register_with_context::<A, _>(DEFAULT_DOMAIN, move |action, _| handler(action))
+    }
+
+    /// Registers `handler` for action `A` in domain `domain`.
+    ///
+    /// # Errors
+    ///
+    /// As [`register`](Self::register); an undeclared domain is reported by
+    /// [`hello`](Self::hello) and [`start`](Self::start).
+    pub fn register_in<A, F>(&mut self, domain: DomainId, handler: F) -> Result<&mut Self, BuildError>
+    where
+        A: Action,
+        F: Fn(A) -> Result<A::Output, ActionError> + Send + Sync + 'static,
+    {
+        self.register_with_context::<A, _>(domain, move |action, _| handler(action))
+    }
+
+    /// Registers a handler that also receives an [`ActionContext`] (the
+    /// caller's rank, cancellation, a client for nested calls).
+    ///
+    /// # Errors
+    ///
+    /// As [`register_in`](Self::register_in).
+    pub fn register_with_context<A, F>(&mut self, domain: DomainId, handler: F) -> Result<&mut Self, BuildError>
+    where
+        A: Action,
+        F: Fn(A, &ActionContext<'_>) -> Result<A::Output, ActionError> + Send + Sync + 'static,
+    {
+        let entry = Entry::new::<A>(domain, Arc::new(Typed::<A, F>::new(handler)))?;
+        self.registry.insert(entry)?;
+        Ok(self)
+    }
+
+    /// Uses `clock` instead of the system's monotonic clock (simulations
+    /// with logical time, tests).
+    pub fn clock(&mut self, clock: SharedClock) -> &mut Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// Records metrics and trace events of the worker domains in
+    /// `instrumentation` (off by default, at no cost).
+    pub fn instrumentation(&mut self, instrumentation: Arc<Instrumentation>) -> &mut Self {
+        self.instrumentation = Some(instrumentation);
+        self
+    }
+
+    /// The domains that will be started: the declared ones, plus the
+    /// default domain if an action uses it and it was not declared.
+    fn planned_domains(&self) -> Result<Vec<(DomainId, NonZeroUsize)>, BuildError> {
+        let mut domains = self.domains.clone();
+        let uses_default = self.registry.iter().any(|e| e.registration.domain == DEFAULT_DOMAIN);
+        if (uses_default || domains.is_empty()) && !domains.iter().any(|(d, _)| *d == DEFAULT_DOMAIN) {
+            if domains.len() >= usize::from(self.limits.max_domains) {
+                return Err(BuildError::DomainLimit { domain: DEFAULT_DOMAIN });
+            }
+            let workers = NonZeroUsize::new(usize::from(self.limits.workers_per_domain)).unwrap_or(NonZeroUsize::MIN);
+            domains.push((DEFAULT_DOMAIN, workers));
+        }
+        for entry in self.registry.iter() {
+            let domain = entry.registration.domain;
+            if !domains.iter().any(|(d, _)| *d == domain) {
+                return Err(BuildError::UnknownDomain { domain });
+            }
+        }
+        Ok(domains)
+    }
+
+    /// What the transport needs: the hello template (run ID, protocol
+    /// limits, registry fingerprint) and the handle's sizes.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::Fingerprint`] for a zero schema ID,
+    /// [`BuildError::UnknownDomain`] for an action in an undeclared domain.
+    pub fn hello(&self) -> Result<TransportHello, BuildError> {
+        self.planned_domains()?;
+        Ok(TransportHello {
+            run_id: self.run_id,
+            protocol_limits: self.protocol,
+            fingerprint: self.registry.fingerprint()?,
+            handle: HandleConfig::from_limits(&self.limits),
+        })
+    }
+
+    /// Starts the runtime on the calling thread (its owner) over a
+    /// connected transport.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::TransportMismatch`] if the handle was not sized by
+    /// this builder's [`hello`](Self::hello); [`BuildError::Domain`] if a
+    /// worker domain cannot start; the errors of `hello`.
+    pub fn start(self, handle: TransportHandle, driver: impl TransportDriver + 'static) -> Result<Runtime, BuildError> {
+        let domains = self.planned_domains()?;
+        self.registry.fingerprint()?;
+        if handle.config() != HandleConfig::from_limits(&self.limits) {
+            return Err(BuildError::TransportMismatch);
+        }
+        let state = AtomicRuntimeState::new(RuntimeState::Created);
+        state
+            .transition(RuntimeState::Created, RuntimeState::Bootstrapping)
+            .map_err(|e| BuildError::State { state: e.from })?;
+        let wakeup = handle.wakeup().clone();
+        wakeup.bind_current();
+        let waker = std::task::Waker::from(Arc::new(OwnerWaker(wakeup)));
+        let mut started = Vec::with_capacity(domains.len());
+        let mut queues = Vec::with_capacity(domains.len());
+        for (id, workers) in domains {
+            let queue = NonZeroUsize::new(self.limits.max_action_queue as usize).unwrap_or(NonZeroUsize::MIN);
+            let config = DomainConfig::new(id, workers, queue)
+                .with_name(format!("dinah-{}-d{}", handle.rank().get(), id.get()));
+            // A domain holds at most its queue plus one job per worker, so
+            // a completion slot reserved at admission always exists.
+            let capacity = config.capacity().and_then(NonZeroUsize::new).unwrap_or(NonZeroUsize::MIN);
+            let completions = Arc::new(Completions::new(capacity));
+            completions.register_waker(&waker);
+            let domain = Domain::start(config, self.instrumentation.clone()).map_err(BuildError::Domain)?;
+            started.push((id, domain));
+            queues.push((id, completions));
+        }
+        let completions = CompletionSet::new(queues);
+        let world = handle.world();
+        let shared = Arc::new(Shared {
+            rank: handle.rank(),
+            world,
+            protocol: self.protocol,
+            limits: self.limits,
+            state,
+            calls: Calls::new(self.limits.max_pending_calls as usize),
+            request_ids: RequestIdAllocator::new(),
+            registry: self.registry,
+            domains: Domains::new(started),
+            completions,
+            cancels: ArrayQueue::new(self.limits.max_cancellations as usize),
+            metrics: RuntimeMetrics::new(),
+            clock: self.clock.unwrap_or_else(|| Arc::new(StdClock::new())),
+            counters: Counters::default(),
+            handle,
+        });
+        let receiver = Receiver::new(&shared);
+        shared
+            .state
+            .transition(RuntimeState::Bootstrapping, RuntimeState::Running)
+            .map_err(|e| BuildError::State { state: e.from })?;
+        Ok(Runtime {
+            receiver,
+            driver: Box::new(driver),
+            events: Vec::with_capacity(shared.limits.max_progress_events as usize),
+            expired: Vec::new(),
+            cancel_retry: None,
+            waker,
+            peers_drained: vec![false; world.get() as usize],
+            shutdown: None,
+            stuck: super::shutdown::Stuck::default(),
+            closed: false,
+            shared,
+        })
+    }
+}
+
+impl fmt::Debug for RuntimeBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RuntimeBuilder")
+            .field("run_id", &self.run_id)
+            .field("actions", &self.registry.len())
+            .field("domains", &self.domains)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,437 @@
+//! The receiver side: requests from peers, deduplicated, run on worker
+//! domains, answered once.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use dinah_core::wire::{Call, Channel, ErrorCode};
+use dinah_core::{
+    Admission, CancelOutcome, Completion as DedupCompletion, DedupKey, DedupSlot, DedupTable, Instant, LimitField,
+    Rank, TaskFailureKind, TaskOutcome,
+};
+
+use super::frames;
+use super::registry::{ActionContext, HandlerError};
+use super::shared::{JobFailure, JobKey, JobOutput, Shared};
+use super::RuntimeClient;
+use crate::action::{SegmentReader, SegmentWriter};
+use crate::domain::{Completion, JobCanceller, JobContext, TrySubmitError};
+
+/// Owner-thread state for requests from peers.
+pub(crate) struct Receiver {
+    dedup: DedupTable<Box<[DedupSlot]>>,
+    /// Retained responses, by dedup slot.
+    cache: Box<[Option<Vec<u8>>]>,
+    /// Running jobs, by dedup slot: who asked, and how to cancel.
+    running: Box<[Option<(DedupKey, JobCanceller)>]>,
+    /// Responses waiting for room in the transport's action lane.
+    outbox: VecDeque<(Rank, Vec<u8>)>,
+    outbox_capacity: usize,
+    /// Requests from peers admitted for execution since the start.
+    served: u64,
+}
+
+impl Receiver {
+    pub(crate) fn new(shared: &Shared) -> Self {
+        let entries = shared.limits.max_dedup_entries as usize;
+        let storage: Box<[DedupSlot]> = vec![DedupSlot::EMPTY; entries].into_boxed_slice();
+        let dedup = DedupTable::from_limits(storage, &shared.limits).expect("validated limits size the dedup table");
+        let outbox_capacity = shared.limits.completion_capacity().unwrap_or(u32::MAX) as usize
+            + shared.limits.max_send_tickets as usize;
+        Self {
+            dedup,
+            cache: (0..entries).map(|_| None).collect(),
+            running: (0..entries).map(|_| None).collect(),
+            outbox: VecDeque::with_capacity(outbox_capacity.min(1 << 16)),
+            outbox_capacity,
+            served: 0,
+        }
+    }
+
+    /// Requests from peers admitted for execution since the start.
+    pub(crate) fn served(&self) -> u64 {
+        self.served
+    }
+
+    /// Entries in the dedup table.
+    pub(crate) fn dedup_len(&self) -> usize {
+        self.dedup.len()
+    }
+
+    /// Responses waiting to be sent.
+    pub(crate) fn outbox_len(&self) -> usize {
+        self.outbox.len()
+    }
+
+    /// Bytes held: retained responses and the outbox.
+    pub(crate) fn retained_bytes(&self) -> u64 {
+        self.dedup.retained_bytes() + self.outbox.iter().map(|(_, f)| f.len() as u64).sum::<u64>()
+    }
+
+    /// Running remote jobs.
+    pub(crate) fn running(&self) -> usize {
+        self.dedup.running()
+    }
+
+    /// When the next dedup entry expires.
+    pub(crate) fn next_expiry(&self) -> Option<Instant> {
+        self.dedup.next_expiry()
+    }
+
+    /// Sends `frame` to `to` on the action lane, or keeps it in the outbox
+    /// when the lane is full.
+    fn respond(&mut self, shared: &Shared, to: Rank, frame: Vec<u8>) {
+        if !self.outbox.is_empty() {
+            self.enqueue(shared, to, frame);
+            return;
+        }
+        if let Err(refused) = shared.send(to, Channel::Action, frame) {
+            match refused.kind() {
+                crate::transport::SendErrorKind::QueueFull { .. }
+                | crate::transport::SendErrorKind::RetainedBytes { .. } => {
+                    self.enqueue(shared, to, refused.into_inner());
+                }
+                // The peer is gone or the transport closed: nobody to answer.
+                _ => {}
+            }
+        }
+    }
+
+    fn enqueue(&mut self, shared: &Shared, to: Rank, frame: Vec<u8>) {
+        if self.outbox.len() < self.outbox_capacity {
+            self.outbox.push_back((to, frame));
+        } else {
+            super::shared::Counters::bump(&shared.counters.responses_dropped);
+        }
+    }
+
+    /// Retries queued responses; returns how many went out.
+    pub(crate) fn flush(&mut self, shared: &Shared, max: usize) -> usize {
+        let mut sent = 0;
+        while sent < max {
+            let Some((to, frame)) = self.outbox.pop_front() else { break };
+            match shared.send(to, Channel::Action, frame) {
+                Ok(()) => sent += 1,
+                Err(refused) => {
+                    if matches!(
+                        refused.kind(),
+                        crate::transport::SendErrorKind::QueueFull { .. }
+                            | crate::transport::SendErrorKind::RetainedBytes { .. }
+                    ) {
+                        self.outbox.push_front((to, refused.into_inner()));
+                        break;
+                    }
+                }
+            }
+        }
+        sent
+    }
+
+    fn reject(&mut self, shared: &Shared, origin: Rank, call: Call, code: ErrorCode, text: &str) {
+        let frame = frames::error(shared.rank, call, code, text, &shared.protocol);
+        self.respond(shared, origin, frame);
+    }
+
+    /// A request frame from `origin` (already validated by the decoder).
+    pub(crate) fn on_request(
+        &mut self,
+        shared: &Arc<Shared>,
+        origin: Rank,
+        call: Call,
+        deadline: Instant,
+        bytes: Vec<u8>,
+        now: Instant,
+    ) {
+        let key = DedupKey::new(origin, call.request);
+        if !shared.state.accepts_work() {
+            // Not admitted, so not recorded: the caller may retry elsewhere.
+            self.reject(shared, origin, call, ErrorCode::ShuttingDown, "target is shutting down");
+            return;
+        }
+        let slot = match self.dedup.begin(key) {
+            Ok(Admission::Execute { slot }) => slot,
+            Ok(Admission::DuplicateRunning { .. }) => {
+                shared.metrics.record_duplicate_suppressed();
+                return;
+            }
+            Ok(Admission::DuplicateCompleted { slot, cached }) => {
+                shared.metrics.record_duplicate_suppressed();
+                match self.cache.get(slot).and_then(Option::as_ref) {
+                    Some(response) if cached => {
+                        let response = response.clone();
+                        self.respond(shared, origin, response);
+                    }
+                    _ => self.reject(
+                        shared,
+                        origin,
+                        call,
+                        ErrorCode::DuplicateResultUnavailable,
+                        "duplicate request; result not retained",
+                    ),
+                }
+                return;
+            }
+            Ok(Admission::DuplicateCancelled { .. }) => {
+                shared.metrics.record_duplicate_suppressed();
+                self.reject(shared, origin, call, ErrorCode::Cancelled, "request was cancelled");
+                return;
+            }
+            Err(_) => {
+                let code = ErrorCode::ResourceExhausted { limit: LimitField::MaxDedupEntries };
+                self.reject(shared, origin, call, code, "dedup table full");
+                return;
+            }
+        };
+        let Some(entry) = shared.registry.get(call.action).cloned() else {
+            self.finish_now(shared, key, origin, call, ErrorCode::UnknownAction, "action not registered", now);
+            return;
+        };
+        if entry.registration.domain != call.domain {
+            self.finish_now(shared, key, origin, call, ErrorCode::UnknownDomain, "action runs in another domain", now);
+            return;
+        }
+        let input = bytes;
+        let client = RuntimeClient { shared: Arc::clone(shared) };
+        let (rank, protocol, world) = (shared.rank, shared.protocol, shared.world);
+        let clock = Arc::clone(&shared.clock);
+        let job = move |job: &JobContext<'_>| -> Result<JobOutput, JobFailure> {
+            if clock.now() > deadline {
+                return Err(JobFailure { code: ErrorCode::DeadlineExceeded, text: "deadline passed before start".into() });
+            }
+            let ctx = ActionContext {
+                origin,
+                request: call.request,
+                action: call.action,
+                domain: call.domain,
+                job: Some(job),
+                client: &client,
+            };
+            let decode_ctx = dinah_core::wire::DecodeContext::new(Channel::Action, origin, world, protocol)
+                .map_err(|_| JobFailure { code: ErrorCode::ProtocolViolation, text: "bad origin".into() })?;
+            let frame = dinah_core::wire::decode_frame(&input, &decode_ctx)
+                .map_err(|error| JobFailure { code: ErrorCode::ProtocolViolation, text: error.to_string() })?;
+            let mut output = SegmentWriter::new();
+            match entry.handler.run_wire(SegmentReader::from_frame(frame.segments()), &ctx, &mut output) {
+                Ok(()) => frames::with_payload(rank, dinah_core::wire::Message::Result { call }, &output, &protocol)
+                    .map(JobOutput::Frame)
+                    .map_err(|error| JobFailure {
+                        code: ErrorCode::ResourceExhausted { limit: limit_of(&frames::encode_error(error)) },
+                        text: "result does not fit the protocol limits".into(),
+                    }),
+                Err(HandlerError::User(error)) => Err(JobFailure { code: ErrorCode::UserFailure, text: error.into_text() }),
+                Err(HandlerError::Codec(error)) => {
+                    Err(JobFailure { code: ErrorCode::ProtocolViolation, text: error.to_string() })
+                }
+            }
+        };
+        let submitted = shared.completions.of(call.domain).and_then(|completions| {
+            shared
+                .domains
+                .with(call.domain, |domain| domain.try_submit_to(completions, JobKey::Remote { origin, call, slot }, job))
+        });
+        match submitted {
+            Some(Ok(canceller)) => {
+                self.served += 1;
+                self.running[slot] = Some((key, canceller));
+            }
+            Some(Err(refusal)) => {
+                // User code never ran: undo the admission so a retry can run.
+                let _ = self.dedup.rollback(key);
+                let code = match refusal {
+                    TrySubmitError::Full(_) | TrySubmitError::CompletionsFull(_) => {
+                        ErrorCode::ResourceExhausted { limit: LimitField::MaxActionQueue }
+                    }
+                    _ => ErrorCode::ShuttingDown,
+                };
+                self.reject(shared, origin, call, code, "action queue full");
+            }
+            None => self.finish_now(shared, key, origin, call, ErrorCode::UnknownDomain, "no such domain", now),
+        }
+    }
+
+    /// Answers an admitted request with an error without running it, and
+    /// records it completed so duplicates get the same answer.
+    #[expect(clippy::too_many_arguments, reason = "one call site per error; a struct would only rename them")]
+    fn finish_now(
+        &mut self,
+        shared: &Shared,
+        key: DedupKey,
+        origin: Rank,
+        call: Call,
+        code: ErrorCode,
+        text: &str,
+        now: Instant,
+    ) {
+        let frame = frames::error(shared.rank, call, code, text, &shared.protocol);
+        self.record(key, now, &frame);
+        self.respond(shared, origin, frame);
+    }
+
+    /// Marks `key` completed with `frame` as its response, retaining it if
+    /// the budget allows.
+    ///
+    /// The response is sent even when the caller cancelled meanwhile: it
+    /// may have been sent before the cancellation (the caller then counts
+    /// it as late and discards it), and it costs the caller nothing.
+    fn record(&mut self, key: DedupKey, now: Instant, frame: &[u8]) {
+        if let Ok(DedupCompletion::Retained { slot, .. }) = self.dedup.complete(key, now, frame.len() as u64) {
+            self.cache[slot] = Some(frame.to_vec());
+        }
+    }
+
+    /// A cancellation from `origin` of its request `call`.
+    pub(crate) fn on_cancel(&mut self, shared: &Shared, origin: Rank, call: Call, now: Instant) {
+        let key = DedupKey::new(origin, call.request);
+        if !shared.state.accepts_work() && !self.dedup.contains(key) {
+            // Draining: no request is admitted any more, so a tombstone
+            // would guard nothing (and would outlive the cleared table).
+            return;
+        }
+        match self.dedup.cancel(key, now) {
+            Ok(CancelOutcome::Requested { slot }) => {
+                if let Some((_, canceller)) = &self.running[slot] {
+                    canceller.cancel();
+                }
+            }
+            Ok(_) => {}
+            // The tombstone could not be kept: the request, if it arrives,
+            // will run; the caller already gave up on it.
+            Err(_) => super::shared::Counters::bump(&shared.counters.cancels_dropped),
+        }
+    }
+
+    /// A remote job finished.
+    pub(crate) fn on_completion(
+        &mut self,
+        shared: &Shared,
+        origin: Rank,
+        call: Call,
+        slot: usize,
+        outcome: TaskOutcome<JobOutput, JobFailure>,
+        now: Instant,
+    ) {
+        let key = DedupKey::new(origin, call.request);
+        self.running[slot] = None;
+        let frame = match outcome {
+            TaskOutcome::Completed(JobOutput::Frame(frame)) => frame,
+            TaskOutcome::Completed(JobOutput::Value(_)) => {
+                frames::error(shared.rank, call, ErrorCode::ProtocolViolation, "unexpected local output", &shared.protocol)
+            }
+            TaskOutcome::Failed(failure) => {
+                let (code, text) = match failure.kind() {
+                    TaskFailureKind::Cancelled => {
+                        shared.metrics.record_cancellation_acknowledged();
+                        (ErrorCode::Cancelled, String::from("cancelled"))
+                    }
+                    TaskFailureKind::Panicked => {
+                        (ErrorCode::HandlerPanicked, failure.panic_message().unwrap_or("panicked").to_owned())
+                    }
+                    _ => {
+                        match failure.into_error() {
+                            Some(JobFailure { code, text }) => (code, text),
+                            None => (ErrorCode::UserFailure, String::new()),
+                        }
+                    }
+                };
+                frames::error(shared.rank, call, code, &text, &shared.protocol)
+            }
+        };
+        self.record(key, now, &frame);
+        self.respond(shared, origin, frame);
+    }
+
+    /// `peer` went down: cancel the jobs it asked for (nobody is left to
+    /// receive their results) and drop responses queued for it.
+    pub(crate) fn on_peer_down(&mut self, peer: Rank) {
+        for (key, canceller) in self.running.iter().flatten() {
+            if key.origin == peer {
+                canceller.cancel();
+            }
+        }
+        self.outbox.retain(|(to, _)| *to != peer);
+    }
+
+    /// Drops dedup entries past their TTL (at most `max`).
+    pub(crate) fn expire(&mut self, now: Instant, max: usize) -> usize {
+        let mut count = 0;
+        while count < max {
+            let Some(expired) = self.dedup.pop_expired(now) else { break };
+            self.cache[expired.slot] = None;
+            count += 1;
+        }
+        count
+    }
+
+    /// Shutdown step 5: forgets all run-scoped dedup state. Running entries
+    /// must be gone (their jobs finished) for this to leave nothing.
+    pub(crate) fn clear(&mut self) {
+        self.dedup.clear();
+        self.cache.iter_mut().for_each(|c| *c = None);
+    }
+
+    /// Requests cancellation of every running remote job (shutdown).
+    pub(crate) fn cancel_running(&self) {
+        for (_, canceller) in self.running.iter().flatten() {
+            canceller.cancel();
+        }
+    }
+}
+
+fn limit_of(error: &super::error::RuntimeError) -> LimitField {
+    match error {
+        super::error::RuntimeError::ResourceExhausted { limit, .. } => *limit,
+        _ => LimitField::MaxFrameBytes,
+    }
+}
+
+/// Routes one completion to the receiver or to the local caller.
+pub(crate) fn route_completion(
+    receiver: &mut Receiver,
+    shared: &Shared,
+    completion: Completion<JobKey, JobOutput, JobFailure>,
+    now: Instant,
+) {
+    match completion.key {
+        JobKey::Remote { origin, call, slot } => {
+            receiver.on_completion(shared, origin, call, slot, completion.outcome, now);
+        }
+        JobKey::Local { request } => {
+            let outcome = completion.outcome;
+            let metrics = &shared.metrics;
+            let result = shared.calls.complete(request, move |info| {
+                let outcome = local_outcome(*info, outcome);
+                match &outcome {
+                    super::calls::CallOutcome::Failed(_) => metrics.record_failed(),
+                    _ => metrics.record_completed(),
+                }
+                outcome
+            });
+            if result.is_err() {
+                shared.metrics.record_late_result_discarded();
+            }
+        }
+    }
+}
+
+fn local_outcome(info: super::calls::CallInfo, outcome: TaskOutcome<JobOutput, JobFailure>) -> super::calls::CallOutcome {
+    let call = info.call;
+    use super::calls::CallOutcome;
+    use super::error::{FailureKind, RuntimeError};
+    match outcome {
+        TaskOutcome::Completed(JobOutput::Value(value)) => CallOutcome::Local(value),
+        TaskOutcome::Completed(JobOutput::Frame(_)) => CallOutcome::Failed(RuntimeError::Cancelled),
+        TaskOutcome::Failed(failure) => CallOutcome::Failed(match failure.kind() {
+            TaskFailureKind::Cancelled => RuntimeError::Cancelled,
+            TaskFailureKind::Panicked => RuntimeError::Remote {
+                kind: FailureKind::Panicked,
+                text: failure.panic_message().unwrap_or("panicked").to_owned(),
+            },
+            _ => match failure.into_error() {
+                Some(JobFailure { code, text }) => {
+                    RuntimeError::from_wire(code, &text, call.action, call.domain, info.deadline_after)
+                }
+                None => RuntimeError::Remote { kind: FailureKind::Returned, text: String::new() },
+            },
+        }),
+    }
+}

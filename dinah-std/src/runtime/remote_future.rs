@@ -1,0 +1,136 @@
+//! `RemoteFuture`: the caller's end of one call.
+
+use std::fmt;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use dinah_core::wire::{Channel, DecodeContext, Message, decode_frame};
+
+use super::calls::{CallOutcome, Ticket};
+use super::error::RuntimeError;
+use super::shared::Shared;
+use crate::action::{SegmentReader, WireValue};
+
+/// The result of a call issued with
+/// [`RuntimeClient::spawn_on`](super::RuntimeClient::spawn_on): a real
+/// [`Future`] resolving to the action's output or a typed
+/// [`RuntimeError`].
+///
+/// It is woken by the owner thread's progress, so it completes only while
+/// something drives the runtime ([`Runtime::block_on`](super::Runtime::block_on),
+/// or [`Runtime::progress`](super::Runtime::progress) in a loop).
+///
+/// **Dropping** a future that has not completed removes its waiter at once
+/// and sends a best-effort cancellation to the target; a result arriving
+/// later is counted as late and discarded.
+#[must_use = "a remote call is cancelled when its future is dropped"]
+pub struct RemoteFuture<T> {
+    inner: Inner,
+    _output: PhantomData<fn() -> T>,
+}
+
+enum Inner {
+    Pending { shared: Arc<Shared>, ticket: Ticket },
+    Failed(Option<RuntimeError>),
+    Done,
+}
+
+impl<T> RemoteFuture<T> {
+    pub(crate) fn pending(shared: Arc<Shared>, ticket: Ticket) -> Self {
+        Self { inner: Inner::Pending { shared, ticket }, _output: PhantomData }
+    }
+
+    pub(crate) fn failed(error: RuntimeError) -> Self {
+        Self { inner: Inner::Failed(Some(error)), _output: PhantomData }
+    }
+
+    /// The call's ticket, while it is pending (for scopes).
+    pub(crate) fn ticket(&self) -> Option<Ticket> {
+        match &self.inner {
+            Inner::Pending { ticket, .. } => Some(*ticket),
+            _ => None,
+        }
+    }
+
+    /// Has the call finished (its outcome is ready or was taken)?
+    pub fn is_finished(&self) -> bool {
+        match &self.inner {
+            Inner::Pending { shared, ticket } => !shared.calls.is_waiting(*ticket),
+            Inner::Failed(_) | Inner::Done => true,
+        }
+    }
+}
+
+impl<T: WireValue> RemoteFuture<T> {
+    fn decode(shared: &Shared, outcome: CallOutcome) -> Result<T, RuntimeError> {
+        match outcome {
+            CallOutcome::Failed(error) => Err(error),
+            CallOutcome::Local(value) => match value.downcast::<T>() {
+                Ok(value) => Ok(*value),
+                // The registry keys local handlers by action ID and the
+                // output type is part of the action; only a duplicate ID
+                // could get here, and registration refuses those.
+                Err(_) => Err(RuntimeError::Cancelled),
+            },
+            CallOutcome::Frame { peer, frame } => {
+                let ctx = DecodeContext::new(Channel::Action, peer, shared.world, shared.protocol)
+                    .map_err(|_| RuntimeError::NoSuchRank { rank: peer })?;
+                let decoded = decode_frame(&frame, &ctx).map_err(|error| RuntimeError::Protocol { peer, error })?;
+                debug_assert!(matches!(decoded.header().message(), Message::Result { .. }));
+                let mut input = SegmentReader::from_frame(decoded.segments());
+                let value = T::decode(&mut input).map_err(RuntimeError::Codec)?;
+                input.finish().map_err(RuntimeError::Codec)?;
+                Ok(value)
+            }
+        }
+    }
+}
+
+impl<T: WireValue> Future for RemoteFuture<T> {
+    type Output = Result<T, RuntimeError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // `RemoteFuture` holds no self-references: it is `Unpin`.
+        let this = self.get_mut();
+        match &mut this.inner {
+            Inner::Pending { shared, ticket } => match shared.calls.poll(*ticket, cx) {
+                Poll::Pending => Poll::Pending,
+                Poll::Ready(outcome) => {
+                    let result = Self::decode(shared, outcome);
+                    this.inner = Inner::Done;
+                    Poll::Ready(result)
+                }
+            },
+            Inner::Failed(error) => {
+                let error = error.take().unwrap_or(RuntimeError::Cancelled);
+                this.inner = Inner::Done;
+                Poll::Ready(Err(error))
+            }
+            Inner::Done => Poll::Ready(Err(RuntimeError::Cancelled)),
+        }
+    }
+}
+
+impl<T> Drop for RemoteFuture<T> {
+    fn drop(&mut self) {
+        if let Inner::Pending { shared, ticket } = &self.inner {
+            if let Some(info) = shared.calls.abandon(*ticket) {
+                shared.queue_cancel(info.peer, info.call);
+            }
+        }
+    }
+}
+
+impl<T> fmt::Debug for RemoteFuture<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = match &self.inner {
+            Inner::Pending { .. } => "pending",
+            Inner::Failed(_) => "failed",
+            Inner::Done => "done",
+        };
+        f.debug_struct("RemoteFuture").field("state", &state).finish()
+    }
+}

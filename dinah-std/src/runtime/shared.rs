@@ -1,0 +1,162 @@
+//! State shared by the owner thread, clients and worker jobs.
+
+use std::any::Any;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
+
+use crossbeam_queue::ArrayQueue;
+use dinah_core::wire::{Call, ErrorCode};
+use dinah_core::{AtomicRuntimeState, DomainId, ProtocolLimits, Rank, RequestIdAllocator, RuntimeLimits, RuntimeMetrics, WorldSize};
+
+use super::calls::Calls;
+use super::clock::SharedClock;
+use super::registry::Registry;
+use crate::domain::{CompletionQueue, Domain};
+use crate::transport::TransportHandle;
+
+/// Who a domain job works for.
+pub(crate) enum JobKey {
+    /// A request from `origin`, admitted in dedup slot `slot`.
+    Remote { origin: Rank, call: Call, slot: usize },
+    /// A local call.
+    Local { request: dinah_core::RequestId },
+}
+
+/// What a domain job produced.
+pub(crate) enum JobOutput {
+    /// An encoded result frame, ready to send.
+    Frame(Vec<u8>),
+    /// The typed output of a local call.
+    Value(Box<dyn Any + Send>),
+}
+
+/// Why a domain job produced no output (panics and cancellations arrive as
+/// `TaskFailure` kinds instead).
+#[derive(Debug)]
+pub(crate) struct JobFailure {
+    pub(crate) code: ErrorCode,
+    pub(crate) text: String,
+}
+
+pub(crate) type Completions = CompletionQueue<JobKey, JobOutput, JobFailure>;
+
+/// One completion queue per domain, each sized to its domain's capacity,
+/// so a flooded domain cannot take the completion slots of another.
+pub(crate) struct CompletionSet {
+    queues: Vec<(DomainId, Arc<Completions>)>,
+    next: std::sync::atomic::AtomicUsize,
+}
+
+impl CompletionSet {
+    pub(crate) fn new(queues: Vec<(DomainId, Arc<Completions>)>) -> Self {
+        Self { queues, next: std::sync::atomic::AtomicUsize::new(0) }
+    }
+
+    /// The queue of domain `id`.
+    pub(crate) fn of(&self, id: DomainId) -> Option<&Arc<Completions>> {
+        self.queues.iter().find(|(d, _)| *d == id).map(|(_, q)| q)
+    }
+
+    /// A completion from any domain, taking the domains in turn.
+    pub(crate) fn pop(&self) -> Option<crate::domain::Completion<JobKey, JobOutput, JobFailure>> {
+        let n = self.queues.len();
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        (0..n).find_map(|i| self.queues[(start + i) % n].1.pop())
+    }
+
+    /// Completions waiting over all domains.
+    pub(crate) fn len(&self) -> usize {
+        self.queues.iter().map(|(_, q)| q.len()).sum()
+    }
+}
+
+/// The worker domains, readable from any thread (local calls submit from
+/// the caller's thread), taken out for shutdown.
+#[derive(Default)]
+pub(crate) struct Domains {
+    domains: RwLock<Vec<(DomainId, Domain)>>,
+}
+
+impl Domains {
+    pub(crate) fn new(domains: Vec<(DomainId, Domain)>) -> Self {
+        Self { domains: RwLock::new(domains) }
+    }
+
+    /// Runs `f` on domain `id`, if it exists (and was not shut down).
+    pub(crate) fn with<R>(&self, id: DomainId, f: impl FnOnce(&Domain) -> R) -> Option<R> {
+        let domains = self.domains.read().unwrap_or_else(PoisonError::into_inner);
+        domains.iter().find(|(d, _)| *d == id).map(|(_, domain)| f(domain))
+    }
+
+    /// Jobs admitted and not finished, over all domains.
+    pub(crate) fn in_flight(&self) -> usize {
+        let domains = self.domains.read().unwrap_or_else(PoisonError::into_inner);
+        domains.iter().map(|(_, d)| d.in_flight()).sum()
+    }
+
+    /// Takes every domain out (for shutdown).
+    pub(crate) fn take(&self) -> Vec<(DomainId, Domain)> {
+        std::mem::take(&mut *self.domains.write().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+/// Counters beyond the core metrics.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    /// Cancellations not sent because the cancellation queue was full.
+    pub(crate) cancels_dropped: AtomicU64,
+    /// Responses dropped because the outbox was full.
+    pub(crate) responses_dropped: AtomicU64,
+}
+
+impl Counters {
+    pub(crate) fn bump(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+pub(crate) struct Shared {
+    pub(crate) rank: Rank,
+    pub(crate) world: WorldSize,
+    pub(crate) protocol: ProtocolLimits,
+    pub(crate) limits: RuntimeLimits,
+    pub(crate) state: AtomicRuntimeState,
+    pub(crate) handle: TransportHandle,
+    pub(crate) calls: Calls,
+    pub(crate) request_ids: RequestIdAllocator,
+    pub(crate) registry: Registry,
+    pub(crate) domains: Domains,
+    pub(crate) completions: CompletionSet,
+    pub(crate) cancels: ArrayQueue<(Rank, Call)>,
+    pub(crate) metrics: RuntimeMetrics,
+    pub(crate) clock: SharedClock,
+    pub(crate) counters: Counters,
+}
+
+impl Shared {
+    /// Hands `frame` to the transport, counting its bytes when accepted.
+    pub(crate) fn send(
+        &self,
+        to: Rank,
+        channel: dinah_core::wire::Channel,
+        frame: Vec<u8>,
+    ) -> Result<(), crate::transport::TrySendError> {
+        let len = frame.len() as u64;
+        self.handle.try_send(to, channel, frame)?;
+        self.metrics.record_bytes_sent(len);
+        Ok(())
+    }
+
+    /// Queues a best-effort cancellation of `call` at `peer` and wakes the
+    /// owner; counts it as dropped if the queue is full.
+    pub(crate) fn queue_cancel(&self, peer: Rank, call: Call) {
+        self.metrics.record_cancellation_requested();
+        if peer == self.rank {
+            return;
+        }
+        if self.cancels.push((peer, call)).is_err() {
+            Counters::bump(&self.counters.cancels_dropped);
+        }
+        self.handle.wakeup().wake();
+    }
+}

@@ -1,0 +1,125 @@
+//! The transport contract: a cloneable handle plus an owner-thread driver.
+//!
+//! A transport (TCP, MPI, the in-memory [`memory`] network) is two parts:
+//!
+//! - a [`TransportHandle`], `Send + Sync` and cloneable, holding bounded
+//!   per-lane send queues, byte budgets, peer status and the owner's
+//!   [`Wakeup`]. Runtime clients on any thread queue frames on it;
+//! - a [`TransportDriver`], an object-safe trait with **no `Send` bound**
+//!   (OpenMPI's handles are not `Send`), owned and polled by the runtime's
+//!   owner thread. `poll` never blocks; it moves queued frames toward peers
+//!   and reports arrivals and failures as [`TransportEvent`]s.
+//!
+//! Two lanes ([`Channel`]) keep cancellations apart from action traffic:
+//! TCP uses two connections per peer pair, MPI two tags, the in-memory
+//! network two queues; a reader stalled by a full action lane never holds
+//! up a cancel.
+//!
+//! The runtime gives a transport what it needs through [`TransportHello`]
+//! (from the runtime builder): the hello template with the registry
+//! fingerprint and protocol limits, and the handle's sizes.
+
+mod error;
+mod event;
+mod handle;
+pub mod memory;
+mod wakeup;
+
+use std::time::Duration;
+
+pub use dinah_core::wire::Channel;
+use dinah_core::wire::{Hello, HelloError};
+use dinah_core::{Fingerprint, ProtocolLimits, Rank, WorldSize};
+pub use error::{DownReason, IoOp, SendErrorKind, TransportError, TrySendError};
+pub use event::TransportEvent;
+pub use handle::{HandleConfig, HandleCounts, Outgoing, PeerStatus, TransportHandle};
+pub use wakeup::Wakeup;
+
+/// Counts a driver holds beyond its handle: what a shutdown report needs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DriverCounts {
+    /// Frames taken from the handle and not yet completed (written, or
+    /// their MPI request finished).
+    pub in_flight_frames: u64,
+    /// Bytes held by the driver: partially written frames, receive
+    /// buffers, frames received and not yet handed to the runtime.
+    pub retained_bytes: u64,
+    /// Peers not yet drained (no goodbye received, not down).
+    pub undrained_peers: u32,
+    /// Frames received since the start.
+    pub frames_received: u64,
+    /// Bytes received since the start.
+    pub bytes_received: u64,
+}
+
+/// The owner-thread side of a transport.
+///
+/// Implementations never block in [`poll`](Self::poll) and never block
+/// without a deadline anywhere; `Drop` releases resources without waiting
+/// on peers (no MPI collective, no unbounded join).
+pub trait TransportDriver {
+    /// Makes progress without blocking: sends queued frames (control lane
+    /// first), completes finished sends on the handle, and appends at most
+    /// `budget` events (control-lane frames before action-lane frames).
+    /// Returns whether anything happened.
+    ///
+    /// # Errors
+    ///
+    /// A failure of the transport as a whole (not of one peer: that is a
+    /// [`TransportEvent::PeerDown`]).
+    fn poll(&mut self, budget: usize, events: &mut Vec<TransportEvent>) -> Result<bool, TransportError>;
+
+    /// Blocks for at most `timeout` or until there may be something to
+    /// poll. The default waits on the handle's [`Wakeup`], spinning for
+    /// `spin` first; transports whose arrivals do not wake the owner (MPI)
+    /// override it to return promptly.
+    fn idle_wait(&mut self, spin: Duration, timeout: Duration) {
+        self.handle().wakeup().wait(spin, timeout);
+    }
+
+    /// The handle this driver serves.
+    fn handle(&self) -> &TransportHandle;
+
+    /// Starts a graceful shutdown: after the queued frames, say goodbye to
+    /// every live peer (with the count of frames sent to it, so it knows
+    /// when it has everything). Idempotent.
+    fn begin_shutdown(&mut self);
+
+    /// Has every peer said goodbye (or gone down) with all its announced
+    /// frames received, and has every send completed?
+    fn is_drained(&self) -> bool;
+
+    /// What the driver holds right now.
+    fn counts(&self) -> DriverCounts;
+
+    /// Releases the transport: stops I/O threads, joining each for at most
+    /// until `deadline` (a [`std::time::Instant`]); whatever is left is
+    /// reported, never waited for.
+    fn close(&mut self, deadline: std::time::Instant) -> DriverCounts;
+}
+
+/// What a transport needs from the runtime before it connects: the hello
+/// every connection starts with (less the rank, world size and lane the
+/// transport fills in) and the sizes of the handle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TransportHello {
+    /// Identifies the run; peers of another run are refused.
+    pub run_id: u64,
+    /// Bounds both sides must agree on.
+    pub protocol_limits: ProtocolLimits,
+    /// Digest of the registered actions.
+    pub fingerprint: Fingerprint,
+    /// Sizes of the handle's queues and byte budget.
+    pub handle: HandleConfig,
+}
+
+impl TransportHello {
+    /// The hello `rank` of `world` sends on `channel`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Hello::new`]: `rank` outside `world`, or invalid limits.
+    pub fn hello(&self, rank: Rank, world: WorldSize, channel: Channel) -> Result<Hello, HelloError> {
+        Hello::new(u128::from(self.run_id), rank, world, self.protocol_limits, self.fingerprint, channel)
+    }
+}
