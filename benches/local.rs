@@ -187,7 +187,7 @@ fn workload<const N: usize>(
                 let results: Vec<_> = tasks.into_iter().map(|task| task()).collect();
                 check(&results, count, iterations);
             },
-            BatchSize::SmallInput,
+            BatchSize::PerIteration,
         );
     });
     for workers in WORKERS {
@@ -200,7 +200,7 @@ fn workload<const N: usize>(
                         pool.install(|| tasks.into_par_iter().map(|task| task()).collect());
                     check(&results, count, iterations);
                 },
-                BatchSize::SmallInput,
+                BatchSize::PerIteration,
             );
         });
         drop(pool);
@@ -213,7 +213,7 @@ fn workload<const N: usize>(
                     let results = domain.run_batch(tasks).expect("admitted");
                     check(&results, count, iterations);
                 },
-                BatchSize::SmallInput,
+                BatchSize::PerIteration,
             );
         });
         domain
@@ -230,7 +230,7 @@ fn workload<const N: usize>(
                         .expect("non-zero workers");
                     check(&results, count, iterations);
                 },
-                BatchSize::SmallInput,
+                BatchSize::PerIteration,
             );
         });
 
@@ -241,7 +241,7 @@ fn workload<const N: usize>(
                     let results = v01_run_parallel(tasks, workers);
                     check(&results, count, iterations);
                 },
-                BatchSize::SmallInput,
+                BatchSize::PerIteration,
             );
         });
     }

@@ -15,8 +15,8 @@ use std::time::Duration;
 use dinah::core::{ProtocolLimits, Rank, RuntimeLimits, WorldSize};
 use dinah::std::transport::memory::{FaultPlan, SimMode, SimNetwork};
 use dinah::std::{
-    Action, ActionError, CodecError, Runtime, RuntimeError, SegmentReader, SegmentWriter, SpawnOptions, WireValue,
-    schema_id,
+    Action, ActionError, CodecError, Runtime, RuntimeError, SegmentReader, SegmentWriter,
+    SpawnOptions, WireValue, schema_id,
 };
 
 /// Sums the integers in `start..end` on the target rank.
@@ -63,18 +63,26 @@ impl Action for SlowTask {
 
 const RUN_ID: u64 = 2026;
 
-fn rank_main(rank: Rank, network: SimNetwork, done: Arc<[AtomicBool; 2]>) -> Result<String, Box<dyn std::error::Error + Send + Sync>> {
-    let mut builder = Runtime::builder(RUN_ID, ProtocolLimits::default(), RuntimeLimits::default())?;
+fn rank_main(
+    rank: Rank,
+    network: SimNetwork,
+    done: Arc<[AtomicBool; 2]>,
+) -> Result<String, Box<dyn std::error::Error + Send + Sync>> {
+    let mut builder =
+        Runtime::builder(RUN_ID, ProtocolLimits::default(), RuntimeLimits::default())?;
     builder.register::<SumRange, _>(|SumRange { start, end }| Ok((start..end).sum()))?;
-    builder.register_with_context::<SlowTask, _>(dinah::std::DEFAULT_DOMAIN, |SlowTask { millis }, ctx| {
-        for _ in 0..millis {
-            if ctx.is_cancelled() {
-                return Err(ActionError::new("stopped early: cancelled"));
+    builder.register_with_context::<SlowTask, _>(
+        dinah::std::DEFAULT_DOMAIN,
+        |SlowTask { millis }, ctx| {
+            for _ in 0..millis {
+                if ctx.is_cancelled() {
+                    return Err(ActionError::new("stopped early: cancelled"));
+                }
+                std::thread::sleep(Duration::from_millis(1));
             }
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        Ok(format!("worked {millis} ms"))
-    })?;
+            Ok(format!("worked {millis} ms"))
+        },
+    )?;
     let hello = builder.hello()?;
     let (handle, driver) = network.endpoint(rank, hello.handle)?;
     let mut runtime = builder.start(handle, driver)?;
@@ -85,20 +93,37 @@ fn rank_main(rank: Rank, network: SimNetwork, done: Arc<[AtomicBool; 2]>) -> Res
 
     if rank == Rank::ZERO {
         // Split 0..1_000_000 between both ranks (one of the calls is local).
-        let halves = [client.spawn_on(rank, SumRange { start: 0, end: 500_000 }), client.spawn_on(peer, SumRange {
-            start: 500_000,
-            end: 1_000_000,
-        })];
+        let halves = [
+            client.spawn_on(
+                rank,
+                SumRange {
+                    start: 0,
+                    end: 500_000,
+                },
+            ),
+            client.spawn_on(
+                peer,
+                SumRange {
+                    start: 500_000,
+                    end: 1_000_000,
+                },
+            ),
+        ];
         let mut total = 0;
         for half in halves {
             total += runtime.block_on(half)?;
         }
-        log.push(format!("sum of 0..1_000_000 over two ranks = {total} (expected {})", 999_999u64 * 1_000_000 / 2));
+        log.push(format!(
+            "sum of 0..1_000_000 over two ranks = {total} (expected {})",
+            999_999u64 * 1_000_000 / 2
+        ));
 
         // A deadline that expires before the work is done.
         let short = SpawnOptions::deadline(Duration::from_millis(20));
         match runtime.block_on(client.spawn_on_with(peer, SlowTask { millis: 500 }, short)) {
-            Err(RuntimeError::DeadlineExceeded { after }) => log.push(format!("slow task: deadline of {after:?} exceeded")),
+            Err(RuntimeError::DeadlineExceeded { after }) => {
+                log.push(format!("slow task: deadline of {after:?} exceeded"))
+            }
             other => log.push(format!("slow task: unexpected {other:?}")),
         }
 
@@ -113,10 +138,18 @@ fn rank_main(rank: Rank, network: SimNetwork, done: Arc<[AtomicBool; 2]>) -> Res
     // Both ranks keep serving until both are done.
     done[rank.index()].store(true, Ordering::SeqCst);
     runtime.block_on(std::future::poll_fn(|_| {
-        if done.iter().all(|d| d.load(Ordering::SeqCst)) { std::task::Poll::Ready(()) } else { std::task::Poll::Pending }
+        if done.iter().all(|d| d.load(Ordering::SeqCst)) {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
     }));
     let report = runtime.shutdown(Duration::from_secs(5))?;
-    log.push(format!("rank {} shutdown: clean = {}, {report}", rank.get(), report.is_clean()));
+    log.push(format!(
+        "rank {} shutdown: clean = {}, {report}",
+        rank.get(),
+        report.is_clean()
+    ));
     Ok(log.join("\n"))
 }
 

@@ -12,7 +12,13 @@ use dinah_std::transport::memory::{FaultPlan, SimMode, SimNetwork};
 
 fn run_threaded(world_size: u32, name: &'static str, case: Case) {
     let world = WorldSize::new(world_size).unwrap();
-    let network = SimNetwork::with_mode(world, u64::from(world_size), FaultPlan::new(), SimMode::Threaded).unwrap();
+    let network = SimNetwork::with_mode(
+        world,
+        u64::from(world_size),
+        FaultPlan::new(),
+        SimMode::Threaded,
+    )
+    .unwrap();
     let ranks: Vec<_> = world
         .ranks()
         .map(|rank| {
@@ -30,8 +36,15 @@ fn run_threaded(world_size: u32, name: &'static str, case: Case) {
                 .unwrap()
         })
         .collect();
-    let failures: Vec<_> = ranks.into_iter().enumerate().filter_map(|(rank, t)| t.join().err().map(|_| rank)).collect();
-    assert!(failures.is_empty(), "case {name} at world size {world_size} failed on rank(s) {failures:?}");
+    let failures: Vec<_> = ranks
+        .into_iter()
+        .enumerate()
+        .filter_map(|(rank, t)| t.join().err().map(|_| rank))
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "case {name} at world size {world_size} failed on rank(s) {failures:?}"
+    );
 }
 
 macro_rules! conformance_cases {
@@ -71,5 +84,9 @@ conformance_cases!(
 
 #[test]
 fn every_case_is_run_here() {
-    assert_eq!(conformance::CASES.len(), 13, "add the new case to conformance_cases!");
+    assert_eq!(
+        conformance::CASES.len(),
+        13,
+        "add the new case to conformance_cases!"
+    );
 }

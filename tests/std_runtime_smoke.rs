@@ -36,7 +36,9 @@ fn two_ranks_add_over_threads() {
             let network = network.clone();
             let arrived = Arc::clone(&arrived);
             std::thread::spawn(move || {
-                let mut builder = Runtime::builder(1, ProtocolLimits::default(), RuntimeLimits::default()).unwrap();
+                let mut builder =
+                    Runtime::builder(1, ProtocolLimits::default(), RuntimeLimits::default())
+                        .unwrap();
                 builder.register::<Add, _>(|Add(a, b)| Ok(a + b)).unwrap();
                 let hello = builder.hello().unwrap();
                 let (handle, driver) = network.endpoint(rank, hello.handle).unwrap();
@@ -53,7 +55,11 @@ fn two_ranks_add_over_threads() {
                 // still served while this rank waits.
                 arrived.fetch_add(1, Ordering::SeqCst);
                 runtime.block_on(std::future::poll_fn(|_| {
-                    if arrived.load(Ordering::SeqCst) == world.get() { Poll::Ready(()) } else { Poll::Pending }
+                    if arrived.load(Ordering::SeqCst) == world.get() {
+                        Poll::Ready(())
+                    } else {
+                        Poll::Pending
+                    }
                 }));
                 runtime.shutdown(Duration::from_secs(10))
             })

@@ -36,3 +36,26 @@ fn errors_are_boxable() {
         "parallel run needs at least one worker, got zero"
     );
 }
+
+#[test]
+fn runtime_handles_cross_threads() {
+    use dinah_std::transport::{TransportError, TransportHandle, TrySendError, Wakeup};
+    use dinah_std::{
+        ActionError, BuildError, CodecError, RemoteFuture, RuntimeClient, RuntimeError,
+        ShutdownTimeout,
+    };
+    send::<RuntimeClient>();
+    sync::<RuntimeClient>();
+    send::<RemoteFuture<u64>>();
+    send::<TransportHandle>();
+    sync::<TransportHandle>();
+    send::<Wakeup>();
+    sync::<Wakeup>();
+    error::<RuntimeError>();
+    error::<BuildError>();
+    error::<CodecError>();
+    error::<ActionError>();
+    error::<ShutdownTimeout>();
+    error::<TransportError>();
+    error::<TrySendError>();
+}

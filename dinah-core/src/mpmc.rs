@@ -1,152 +1,13 @@
-//! A bounded multi-producer, multi-consumer FIFO queue for `no_std`.
-//!
-//! [`MpmcQueue`] is shared by reference between threads (or cores): any of
-//! them may [`try_push`](MpmcQueue::try_push) and [`pop`](MpmcQueue::pop)
-//! at the same time. `dinah-std` uses it for worker completions and trace
-//! events; on a microcontroller it can carry work between cores. Its
-//! capacity is fixed when it is built, from a const generic
-//! ([`ArrayMpmcQueue`], whose [`new`](MpmcQueue::new) is a `const fn`) or
-//! from storage the caller provides once ([`MpmcQueue::with_storage`], for
-//! example a `Box<[MpmcSlot<T>]>` sized from run-time limits).
-//!
-//! # Full means full, empty means empty
-//!
-//! Many bounded MPMC queues (the classic per-slot-sequence design, as in
-//! `heapless::mpmc` or `rigtorp::MPMCQueue`) fail a push when the slot
-//! they need still belongs to a pop that has claimed it but not finished
-//! releasing it, even though the queue holds fewer items than its capacity.
-//! A caller that just popped an item and pushes it back can then see `Full`.
-//! This queue tells the two cases apart: [`MpmcQueue::try_push`] returns
-//! [`MpmcPushError::Full`] only when the queue really held `capacity` items,
-//! and waits (spinning) while a slot is merely being released; symmetrically,
-//! [`MpmcQueue::pop`] returns `None` only when the queue really was empty,
-//! and waits while a claimed push is still writing its item.
-//!
-//! The price is progress: a push that is not rejected may wait for a pop
-//! that was preempted inside that short window (and a pop for a push), so
-//! the queue is not lock-free. A push never waits for another push, nor a
-//! pop for another pop, and neither waits when the queue is full or empty
-//! respectively. On a single core the queue must not be used both from an
-//! interrupt handler and from the code that handler interrupts (the handler
-//! could spin forever on a slot the interrupted code is releasing), exactly
-//! as for a spin lock.
-//!
-//! # Algorithm
-//!
-//! The design follows crossbeam's `ArrayQueue` (after Dmitry Vyukov's
-//! bounded MPMC queue), in safe Rust. Two indices, `tail` for producers and
-//! `head` for consumers, each pack a *lap* (how many times the index went
-//! around the ring, in the high bits) and a slot *index* (in the low bits).
-//! With `one_lap` the smallest power of two above the capacity, index
-//! `i + 1` follows `i` within a lap, and after the last slot the index
-//! returns to zero while the lap grows by `one_lap`; wrapping arithmetic
-//! keeps this correct when the counters overflow.
-//!
-//! Each slot has a stamp: the lap it is waiting for, plus a `FULL` bit.
-//!
-//! - A push reads `tail` = (lap, i). If slot `i`'s stamp is `lap` (empty,
-//!   waiting for this lap), it claims the slot by moving `tail` forward with
-//!   a compare-and-swap, stores the item and sets the stamp to `lap | FULL`.
-//!   If the stamp is from an earlier lap, the slot still belongs to the
-//!   previous lap (its item is there, or a pop is releasing the slot, or a
-//!   push is still storing the item): the queue is full if `head` is
-//!   exactly one lap behind `tail`; otherwise a pop has claimed that item
-//!   and is releasing the slot, so the push waits and retries. A stamp from
-//!   this lap or a later one means `tail` was stale; it is reloaded.
-//! - A pop reads `head` = (lap, i). If the stamp is `lap | FULL`, it claims
-//!   the slot by moving `head` forward, takes the item and sets the stamp to
-//!   `lap + one_lap`, handing the slot to the next lap's push. If the stamp
-//!   has not reached `lap | FULL` (this lap's item is not stored yet, or the
-//!   previous lap's pop is still releasing the slot), the queue is empty if
-//!   `tail == head`; otherwise a push has claimed the slot, so the pop waits
-//!   for its item and retries. A stamp from a later lap means `head` was
-//!   stale; it is reloaded.
-//!
-//! The compare-and-swap on an index gives exactly one thread each slot in
-//! each lap, and the stamp tells the next thread when the slot is free, so
-//! the lock around each slot's value (`unsafe` is forbidden in this crate,
-//! so the value cannot live in an `UnsafeCell`) is never contended: it only
-//! makes the ownership that the stamps already establish visible to the
-//! compiler. Items come out in the order their pushes claimed positions;
-//! one producer's items therefore come out in the order it pushed them.
-//!
-//! Lap counters wrap after about `usize::MAX / one_lap` laps; a thread
-//! stalled for that many operations between reading an index and acting on
-//! it could mistake an old lap for the current one (the ABA problem that
-//! crossbeam's queue accepts too). With 32-bit `usize` that is billions of
-//! operations; with 64-bit it cannot happen in practice.
-//!
-//! # Memory ordering
-//!
-//! - The first load of `tail` (push) or `head` (pop), and every reload
-//!   after a failed attempt, is `Relaxed`: it only picks which slot to try.
-//!   Nothing is decided on it alone; the stamp and the compare-and-swap
-//!   decide.
-//! - Stamp loads are `Acquire` and stamp stores `Release`. The store is the
-//!   last thing the slot's owner does, after storing or taking the item, so
-//!   the next owner, whose `Acquire` load sees that stamp, finds the item
-//!   (and the slot's lock) in the state the previous owner left it.
-//! - The compare-and-swap that claims a slot is `SeqCst` on success. It needs
-//!   no `Acquire` for the item (the stamp load provided that), but it must
-//!   be in the single total order of `SeqCst` operations that the full and
-//!   empty checks below rely on. On failure it is `Relaxed`: the returned
-//!   index is only a new starting point.
-//! - Before deciding "full" (or "empty"), an operation issues a `SeqCst`
-//!   fence and then loads the other index (`Relaxed`, ordered by the
-//!   fence). A load after a `SeqCst` fence sees every `SeqCst` modification
-//!   of that index that precedes the fence in the total order, so the check
-//!   cannot read a `head` (or `tail`) older than a pop (or push) that has
-//!   already taken effect. `Full` is therefore reported only when, at the
-//!   fence, `head + one_lap == tail`, and `None` only when `head == tail`.
-//!   In particular, if a pop returned before a push started (for example
-//!   the consumer signalled the producer through any `Release`/`Acquire`
-//!   pair), that push sees the pop's effect.
-//! - [`len`](MpmcQueue::len), [`is_empty`](MpmcQueue::is_empty) and
-//!   [`is_full`](MpmcQueue::is_full) load the indices with `SeqCst`, so the
-//!   pair they compare belongs to the same total order as the claims; `len`
-//!   also retries until `tail` did not move while it read `head`.
-//!
-//! # Examples
-//!
-//! ```
-//! use std::thread;
-//! use dinah_core::{ArrayMpmcQueue, MpmcPushError};
-//!
-//! static QUEUE: ArrayMpmcQueue<u32, 4> = ArrayMpmcQueue::new();
-//!
-//! thread::scope(|scope| {
-//!     for producer in 0..2 {
-//!         scope.spawn(move || {
-//!             for item in 0..8 {
-//!                 let mut item = producer * 100 + item;
-//!                 // Retry while full: the consumer below is draining.
-//!                 while let Err(error) = QUEUE.try_push(item) {
-//!                     item = error.into_inner();
-//!                     thread::yield_now();
-//!                 }
-//!             }
-//!         });
-//!     }
-//!     let mut received = Vec::new();
-//!     while received.len() < 16 {
-//!         match QUEUE.pop() {
-//!             Some(item) => received.push(item),
-//!             None => thread::yield_now(),
-//!         }
-//!     }
-//!     received.sort();
-//!     assert_eq!(received[..3], [0, 1, 2]);
-//!     assert_eq!(received[8..11], [100, 101, 102]);
-//! });
-//! assert!(QUEUE.is_empty());
-//! # Ok::<(), MpmcPushError<u32>>(())
-//! ```
+//! A bounded multi-producer, multi-consumer FIFO queue for `no_std`:
+//! [`MpmcQueue`] (algorithm, guarantees and memory ordering are documented
+//! there), its slots [`MpmcSlot`] and its errors.
 
 use core::fmt;
 use core::marker::PhantomData;
 
 use crate::sync::{AtomicUsize, Ordering, fence};
 
+mod build;
 mod error;
 mod slot;
 
@@ -163,15 +24,164 @@ pub type ArrayMpmcQueue<T, const N: usize> = MpmcQueue<T, [MpmcSlot<T>; N]>;
 
 /// A bounded multi-producer, multi-consumer FIFO queue.
 ///
-/// `S` is the slot storage: `[MpmcSlot<T>; N]` for [`ArrayMpmcQueue`], or any
-/// owned or exclusively borrowed slice of slots given to
+/// The queue is shared by reference between threads (or cores): any of
+/// them may [`try_push`](MpmcQueue::try_push) and [`pop`](MpmcQueue::pop)
+/// at the same time. `dinah-std` uses it for worker completions and trace
+/// events; on a microcontroller it can carry work between cores. Its
+/// capacity is fixed when it is built, from a const generic
+/// ([`ArrayMpmcQueue`], whose [`new`](MpmcQueue::new) is a `const fn`) or
+/// from storage the caller provides once ([`MpmcQueue::with_storage`], for
+/// example a `Box<[MpmcSlot<T>]>` sized from run-time limits).
+///
+/// # Storage
+///
+/// `S` is the slot storage: `[MpmcSlot<T>; N]` for [`ArrayMpmcQueue`], or
+/// any owned or exclusively borrowed slice of slots given to
 /// [`with_storage`](Self::with_storage) (`Box<[MpmcSlot<T>]>`,
 /// `&mut [MpmcSlot<T>]`, ...). The queue is `Send` and `Sync` when `T` is
 /// `Send` (and the storage type allows it). Dropping the queue drops the
 /// items still in it.
 ///
-/// See the [module documentation](self) for the algorithm and its
-/// guarantees.
+/// Items that are not `Send` make the queue neither `Send` nor `Sync`:
+///
+/// ```compile_fail
+/// fn shared<Q: Sync>(_: &Q) {}
+/// let queue: dinah_core::ArrayMpmcQueue<std::rc::Rc<u8>, 2> = dinah_core::ArrayMpmcQueue::new();
+/// shared(&queue);
+/// ```
+///
+/// # Full means full, empty means empty
+///
+/// Many bounded MPMC queues (the classic per-slot-sequence design, as in
+/// `heapless::mpmc` or `rigtorp::MPMCQueue`) fail a push when the slot
+/// they need still belongs to a pop that has claimed it but not finished
+/// releasing it, even though the queue holds fewer items than its capacity.
+/// A caller that just popped an item and pushes it back can then see `Full`.
+/// This queue tells the two cases apart: [`MpmcQueue::try_push`] returns
+/// [`MpmcPushError::Full`] only when the queue really held `capacity` items,
+/// and waits (spinning) while a slot is merely being released; symmetrically,
+/// [`MpmcQueue::pop`] returns `None` only when the queue really was empty,
+/// and waits while a claimed push is still writing its item.
+///
+/// The price is progress: a push that is not rejected may wait for a pop
+/// that was preempted inside that short window (and a pop for a push), so
+/// the queue is not lock-free. A push never waits for another push, nor a
+/// pop for another pop, and neither waits when the queue is full or empty
+/// respectively. On a single core the queue must not be used both from an
+/// interrupt handler and from the code that handler interrupts (the handler
+/// could spin forever on a slot the interrupted code is releasing), exactly
+/// as for a spin lock.
+///
+/// # Algorithm
+///
+/// The design follows crossbeam's `ArrayQueue` (after Dmitry Vyukov's
+/// bounded MPMC queue), in safe Rust. Two indices, `tail` for producers and
+/// `head` for consumers, each pack a *lap* (how many times the index went
+/// around the ring, in the high bits) and a slot *index* (in the low bits).
+/// With `one_lap` the smallest power of two above the capacity, index
+/// `i + 1` follows `i` within a lap, and after the last slot the index
+/// returns to zero while the lap grows by `one_lap`; wrapping arithmetic
+/// keeps this correct when the counters overflow.
+///
+/// Each slot has a stamp: the lap it is waiting for, plus a `FULL` bit.
+///
+/// - A push reads `tail` = (lap, i). If slot `i`'s stamp is `lap` (empty,
+///   waiting for this lap), it claims the slot by moving `tail` forward with
+///   a compare-and-swap, stores the item and sets the stamp to `lap | FULL`.
+///   If the stamp is from an earlier lap, the slot still belongs to the
+///   previous lap (its item is there, or a pop is releasing the slot, or a
+///   push is still storing the item): the queue is full if `head` is
+///   exactly one lap behind `tail`; otherwise a pop has claimed that item
+///   and is releasing the slot, so the push waits and retries. A stamp from
+///   this lap or a later one means `tail` was stale; it is reloaded.
+/// - A pop reads `head` = (lap, i). If the stamp is `lap | FULL`, it claims
+///   the slot by moving `head` forward, takes the item and sets the stamp to
+///   `lap + one_lap`, handing the slot to the next lap's push. If the stamp
+///   has not reached `lap | FULL` (this lap's item is not stored yet, or the
+///   previous lap's pop is still releasing the slot), the queue is empty if
+///   `tail == head`; otherwise a push has claimed the slot, so the pop waits
+///   for its item and retries. A stamp from a later lap means `head` was
+///   stale; it is reloaded.
+///
+/// The compare-and-swap on an index gives exactly one thread each slot in
+/// each lap, and the stamp tells the next thread when the slot is free, so
+/// the lock around each slot's value (`unsafe` is forbidden in this crate,
+/// so the value cannot live in an `UnsafeCell`) is never contended: it only
+/// makes the ownership that the stamps already establish visible to the
+/// compiler. Items come out in the order their pushes claimed positions;
+/// one producer's items therefore come out in the order it pushed them.
+///
+/// Lap counters wrap after about `usize::MAX / one_lap` laps; a thread
+/// stalled for that many operations between reading an index and acting on
+/// it could mistake an old lap for the current one (the ABA problem that
+/// crossbeam's queue accepts too). With 32-bit `usize` that is billions of
+/// operations; with 64-bit it cannot happen in practice.
+///
+/// # Memory ordering
+///
+/// - The first load of `tail` (push) or `head` (pop), and every reload
+///   after a failed attempt, is `Relaxed`: it only picks which slot to try.
+///   Nothing is decided on it alone; the stamp and the compare-and-swap
+///   decide.
+/// - Stamp loads are `Acquire` and stamp stores `Release`. The store is the
+///   last thing the slot's owner does, after storing or taking the item, so
+///   the next owner, whose `Acquire` load sees that stamp, finds the item
+///   (and the slot's lock) in the state the previous owner left it.
+/// - The compare-and-swap that claims a slot is `SeqCst` on success. It needs
+///   no `Acquire` for the item (the stamp load provided that), but it must
+///   be in the single total order of `SeqCst` operations that the full and
+///   empty checks below rely on. On failure it is `Relaxed`: the returned
+///   index is only a new starting point.
+/// - Before deciding "full" (or "empty"), an operation issues a `SeqCst`
+///   fence and then loads the other index (`Relaxed`, ordered by the
+///   fence). A load after a `SeqCst` fence sees every `SeqCst` modification
+///   of that index that precedes the fence in the total order, so the check
+///   cannot read a `head` (or `tail`) older than a pop (or push) that has
+///   already taken effect. `Full` is therefore reported only when, at the
+///   fence, `head + one_lap == tail`, and `None` only when `head == tail`.
+///   In particular, if a pop returned before a push started (for example
+///   the consumer signalled the producer through any `Release`/`Acquire`
+///   pair), that push sees the pop's effect.
+/// - [`len`](MpmcQueue::len), [`is_empty`](MpmcQueue::is_empty) and
+///   [`is_full`](MpmcQueue::is_full) load the indices with `SeqCst`, so the
+///   pair they compare belongs to the same total order as the claims; `len`
+///   also retries until `tail` did not move while it read `head`.
+///
+/// # Examples
+///
+/// ```
+/// use std::thread;
+/// use dinah_core::{ArrayMpmcQueue, MpmcPushError};
+///
+/// static QUEUE: ArrayMpmcQueue<u32, 4> = ArrayMpmcQueue::new();
+///
+/// thread::scope(|scope| {
+///     for producer in 0..2 {
+///         scope.spawn(move || {
+///             for item in 0..8 {
+///                 let mut item = producer * 100 + item;
+///                 // Retry while full: the consumer below is draining.
+///                 while let Err(error) = QUEUE.try_push(item) {
+///                     item = error.into_inner();
+///                     thread::yield_now();
+///                 }
+///             }
+///         });
+///     }
+///     let mut received = Vec::new();
+///     while received.len() < 16 {
+///         match QUEUE.pop() {
+///             Some(item) => received.push(item),
+///             None => thread::yield_now(),
+///         }
+///     }
+///     received.sort();
+///     assert_eq!(received[..3], [0, 1, 2]);
+///     assert_eq!(received[8..11], [100, 101, 102]);
+/// });
+/// assert!(QUEUE.is_empty());
+/// # Ok::<(), MpmcPushError<u32>>(())
+/// ```
 pub struct MpmcQueue<T, S: AsRef<[MpmcSlot<T>]>> {
     /// Where the next push goes: lap in the high bits, index in the low.
     tail: Padded<AtomicUsize>,
@@ -185,136 +195,7 @@ pub struct MpmcQueue<T, S: AsRef<[MpmcSlot<T>]>> {
     _items: PhantomData<fn() -> T>,
 }
 
-/// `one_lap` for a queue of `capacity` slots: the smallest power of two
-/// strictly greater than `capacity`, or `None` when it would exceed a
-/// quarter of the `usize` range (lap distances must fit in an `isize`).
-const fn one_lap_for(capacity: usize) -> Option<usize> {
-    const MAX_ONE_LAP: usize = 1 << (usize::BITS - 2);
-    match capacity.checked_add(1) {
-        Some(above) => match above.checked_next_power_of_two() {
-            Some(one_lap) if one_lap <= MAX_ONE_LAP => Some(one_lap),
-            _ => None,
-        },
-        None => None,
-    }
-}
-
-impl<T, const N: usize> MpmcQueue<T, [MpmcSlot<T>; N]> {
-    /// An empty queue with `N` inline slots.
-    ///
-    /// A `const fn`, so the queue can be a `static`. `N == 0` (and an `N`
-    /// too large to number, which no real array reaches) fails to compile.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use dinah_core::{ArrayMpmcQueue, MpmcPushError};
-    ///
-    /// static COMPLETIONS: ArrayMpmcQueue<u64, 16> = ArrayMpmcQueue::new();
-    /// COMPLETIONS.try_push(7)?;
-    /// assert_eq!(COMPLETIONS.pop(), Some(7));
-    /// # Ok::<(), MpmcPushError<u64>>(())
-    /// ```
-    #[cfg(not(dinah_loom))]
-    pub const fn new() -> Self {
-        Self::from_parts(MpmcSlot::array(), array_one_lap::<N>())
-    }
-
-    /// An empty queue with `N` inline slots.
-    ///
-    /// Not `const` under `--cfg dinah_loom`, where the atomics are loom's.
-    #[cfg(dinah_loom)]
-    pub fn new() -> Self {
-        Self::from_parts(MpmcSlot::array(), array_one_lap::<N>())
-    }
-}
-
-/// `one_lap` for `N` inline slots, checked when the queue type is
-/// instantiated: an invalid `N` is a compile error, not a run-time panic.
-const fn array_one_lap<const N: usize>() -> usize {
-    const {
-        assert!(N > 0, "an MpmcQueue needs a capacity of at least one");
-        match one_lap_for(N) {
-            Some(one_lap) => one_lap,
-            None => panic!("an MpmcQueue capacity must be at most usize::MAX / 4"),
-        }
-    }
-}
-
-impl<T, const N: usize> Default for MpmcQueue<T, [MpmcSlot<T>; N]> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl<T, S: AsRef<[MpmcSlot<T>]>> MpmcQueue<T, S> {
-    #[cfg(not(dinah_loom))]
-    const fn from_parts(storage: S, one_lap: usize) -> Self {
-        Self {
-            tail: Padded(AtomicUsize::new(0)),
-            head: Padded(AtomicUsize::new(0)),
-            one_lap,
-            storage,
-            _items: PhantomData,
-        }
-    }
-
-    #[cfg(dinah_loom)]
-    fn from_parts(storage: S, one_lap: usize) -> Self {
-        Self {
-            tail: Padded(AtomicUsize::new(0)),
-            head: Padded(AtomicUsize::new(0)),
-            one_lap,
-            storage,
-            _items: PhantomData,
-        }
-    }
-
-    /// An empty queue over caller-provided slots; its capacity is the number
-    /// of slots.
-    ///
-    /// The storage is taken over once, for the queue's whole life. Slots are
-    /// reset first, so storage left over from an earlier queue can be
-    /// reused (items still in it are dropped). Taking `AsMut` guarantees
-    /// that no other queue uses the same slots at the same time.
-    ///
-    /// # Errors
-    ///
-    /// [`MpmcStorageError::Empty`] for zero slots;
-    /// [`MpmcStorageError::TooLarge`] for more than `usize::MAX / 4`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use dinah_core::{MpmcQueue, MpmcStorageError, MpmcSlot};
-    ///
-    /// let mut slots: [MpmcSlot<&str>; 3] = MpmcSlot::array();
-    /// let queue = MpmcQueue::with_storage(&mut slots[..])?;
-    /// assert_eq!(queue.capacity(), 3);
-    /// assert!(queue.try_push("job").is_ok());
-    /// assert_eq!(queue.pop(), Some("job"));
-    ///
-    /// let none: Vec<MpmcSlot<u8>> = Vec::new();
-    /// assert_eq!(MpmcQueue::with_storage(none).err(), Some(MpmcStorageError::Empty));
-    /// # Ok::<(), MpmcStorageError>(())
-    /// ```
-    pub fn with_storage(mut storage: S) -> Result<Self, MpmcStorageError>
-    where
-        S: AsMut<[MpmcSlot<T>]>,
-    {
-        let slots = storage.as_mut();
-        if slots.is_empty() {
-            return Err(MpmcStorageError::Empty);
-        }
-        let Some(one_lap) = one_lap_for(slots.len()) else {
-            return Err(MpmcStorageError::TooLarge { slots: slots.len() });
-        };
-        for slot in slots.iter_mut() {
-            *slot = MpmcSlot::new();
-        }
-        Ok(Self::from_parts(storage, one_lap))
-    }
-
     /// The number of items the queue can hold.
     pub fn capacity(&self) -> usize {
         self.storage.as_ref().len()
@@ -323,8 +204,9 @@ impl<T, S: AsRef<[MpmcSlot<T>]>> MpmcQueue<T, S> {
     /// Appends `item` at the back of the queue.
     ///
     /// Waits, spinning, only while the slot it needs is being released by a
-    /// pop that already removed that slot's item (see the [module
-    /// documentation](self)); never while the queue is really full.
+    /// pop that already removed that slot's item (see [Full means full,
+    /// empty means empty](Self#full-means-full-empty-means-empty)); never
+    /// while the queue is really full.
     ///
     /// # Errors
     ///

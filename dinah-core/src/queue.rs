@@ -1,40 +1,5 @@
-//! The bounded, single-owner FIFO of pending work.
-//!
-//! [`TaskQueue`] is the queue a scheduler drains: it holds at most `N`
-//! items, hands them out oldest first, and never grows. It is deliberately
-//! not synchronised: one owner pushes and pops through `&mut self` (wrap it
-//! in a lock to share it, or use [`MpmcQueue`](crate::MpmcQueue) when
-//! several threads must push and pop at once). It stores work; it never
-//! runs it.
-//!
-//! When the queue is full, [`TaskQueue::try_push`] leaves the queue as it
-//! was and returns the rejected item inside [`QueuePushError::Full`], so no
-//! accepted or offered work is ever dropped silently.
-//!
-//! Capacity is a const generic and [`TaskQueue::new`] is a `const fn`, so a
-//! queue can live in a `static` (behind whatever lock the program uses);
-//! a zero capacity is rejected at compile time.
-//!
-//! # Examples
-//!
-//! ```
-//! use dinah_core::{QueuePushError, TaskQueue};
-//!
-//! let mut queue: TaskQueue<&str, 2> = TaskQueue::new();
-//! queue.try_push("first")?;
-//! queue.try_push("second")?;
-//! assert_eq!(queue.try_push("third"), Err(QueuePushError::Full("third")));
-//! assert_eq!(queue.pop(), Some("first"));
-//! queue.try_push("third")?;
-//! assert_eq!(queue.iter().copied().collect::<Vec<_>>(), ["second", "third"]);
-//! # Ok::<(), QueuePushError<&str>>(())
-//! ```
-//!
-//! Zero capacity does not compile:
-//!
-//! ```compile_fail
-//! let queue: dinah_core::TaskQueue<u32, 0> = dinah_core::TaskQueue::new();
-//! ```
+//! The bounded, single-owner FIFO of pending work: [`TaskQueue`] and its
+//! error [`QueuePushError`].
 
 use core::fmt;
 use core::iter::FusedIterator;
@@ -43,7 +8,41 @@ use heapless::Deque;
 
 /// A bounded FIFO queue with room for `N` items, owned by one thread.
 ///
-/// See the [module documentation](self) for the contract.
+/// It is the queue a scheduler drains: it holds at most `N`
+/// items, hands them out oldest first, and never grows. It is deliberately
+/// not synchronised: one owner pushes and pops through `&mut self` (wrap it
+/// in a lock to share it, or use [`MpmcQueue`](crate::MpmcQueue) when
+/// several threads must push and pop at once). It stores work; it never
+/// runs it.
+///
+/// When the queue is full, [`TaskQueue::try_push`] leaves the queue as it
+/// was and returns the rejected item inside [`QueuePushError::Full`], so no
+/// accepted or offered work is ever dropped silently.
+///
+/// Capacity is a const generic and [`TaskQueue::new`] is a `const fn`, so a
+/// queue can live in a `static` (behind whatever lock the program uses);
+/// a zero capacity is rejected at compile time.
+///
+/// # Examples
+///
+/// ```
+/// use dinah_core::{QueuePushError, TaskQueue};
+///
+/// let mut queue: TaskQueue<&str, 2> = TaskQueue::new();
+/// queue.try_push("first")?;
+/// queue.try_push("second")?;
+/// assert_eq!(queue.try_push("third"), Err(QueuePushError::Full("third")));
+/// assert_eq!(queue.pop(), Some("first"));
+/// queue.try_push("third")?;
+/// assert_eq!(queue.iter().copied().collect::<Vec<_>>(), ["second", "third"]);
+/// # Ok::<(), QueuePushError<&str>>(())
+/// ```
+///
+/// Zero capacity does not compile:
+///
+/// ```compile_fail
+/// let queue: dinah_core::TaskQueue<u32, 0> = dinah_core::TaskQueue::new();
+/// ```
 #[derive(Clone, Debug)]
 pub struct TaskQueue<T, const N: usize> {
     items: Deque<T, N>,
@@ -254,7 +253,7 @@ mod tests {
         }
         let rest: Vec<u32> = queue.iter().copied().collect();
         assert_eq!(rest, [expected]);
-        assert_eq!(queue.iter().rev().next(), Some(&expected));
+        assert_eq!(queue.iter().next_back(), Some(&expected));
     }
 
     #[test]

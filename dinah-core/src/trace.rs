@@ -1,41 +1,6 @@
-//! Opt-in structured trace events and a bounded buffer to record them in.
-//!
-//! A [`TraceEvent`] says what happened ([`TraceEventKind`]), to what
-//! ([`TraceSubject`]: a local task or a remote request), and optionally when
-//! and where (instant, worker, domain). It is a small `Copy` value without
-//! strings or payloads, so recording never allocates and never copies user
-//! data.
-//!
-//! [`TraceBuffer`] keeps up to `N` events in recording order. It never
-//! overwrites history: when full, [`TraceBuffer::record`] rejects the new
-//! event and hands it back inside [`TraceFullError`]; the caller decides
-//! whether to drain, count the loss, or stop tracing. Any number of threads
-//! may record at once (the buffer is `Sync`); events from one thread keep
-//! that thread's order, while the interleaving between threads is simply
-//! the order in which they took the buffer's short internal lock.
-//!
-//! Nothing records automatically: the runtime (or the application) calls
-//! [`TraceBuffer::record`] at the points it wants to observe. The lock is
-//! held only to copy events in or out; no user code runs under it. It is a
-//! spin lock, so do not record from an interrupt handler into a buffer that
-//! the interrupted code may be recording into.
-//!
-//! # Examples
-//!
-//! ```
-//! use dinah_core::{TaskId, TraceBuffer, TraceEvent, TraceEventKind, TraceFullError};
-//!
-//! static TRACE: TraceBuffer<64> = TraceBuffer::new();
-//!
-//! let task = TaskId::new(7)?;
-//! TRACE.record(TraceEvent::task(TraceEventKind::Submitted, task))?;
-//! TRACE.record(TraceEvent::task(TraceEventKind::Completed, task))?;
-//!
-//! let kinds: Vec<_> = TRACE.drain().iter().map(|event| event.kind).collect();
-//! assert_eq!(kinds, [TraceEventKind::Submitted, TraceEventKind::Completed]);
-//! assert!(TRACE.is_empty());
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
+//! Opt-in structured tracing: [`TraceEvent`] (what happened, to what,
+//! when and where) and [`TraceBuffer`], the bounded buffer that records
+//! events in order.
 
 use core::fmt;
 
@@ -272,10 +237,43 @@ impl core::error::Error for TraceFullError {}
 
 /// A bounded, thread-safe, in-order record of up to `N` trace events.
 ///
-/// See the [module documentation](self) for the contract. `N == 0` fails
-/// to compile.
+/// Each [`TraceEvent`] says what happened ([`TraceEventKind`]), to what
+/// ([`TraceSubject`]: a local task or a remote request), and optionally when
+/// and where (instant, worker, domain). It is a small `Copy` value without
+/// strings or payloads, so recording never allocates and never copies user
+/// data.
+///
+/// The buffer keeps up to `N` events in recording order (`N == 0` fails to
+/// compile), in a `const`-constructible value that can be a `static`. It
+/// never overwrites history: when full, [`TraceBuffer::record`] rejects the new
+/// event and hands it back inside [`TraceFullError`]; the caller decides
+/// whether to drain, count the loss, or stop tracing. Any number of threads
+/// may record at once (the buffer is `Sync`); events from one thread keep
+/// that thread's order, while the interleaving between threads is simply
+/// the order in which they took the buffer's short internal lock.
+///
+/// Nothing records automatically: the runtime (or the application) calls
+/// [`TraceBuffer::record`] at the points it wants to observe. The lock is
+/// held only to copy events in or out; no user code runs under it. It is a
+/// spin lock, so do not record from an interrupt handler into a buffer that
+/// the interrupted code may be recording into.
 ///
 /// # Examples
+///
+/// ```
+/// use dinah_core::{TaskId, TraceBuffer, TraceEvent, TraceEventKind};
+///
+/// static TRACE: TraceBuffer<64> = TraceBuffer::new();
+///
+/// let task = TaskId::new(7)?;
+/// TRACE.record(TraceEvent::task(TraceEventKind::Submitted, task))?;
+/// TRACE.record(TraceEvent::task(TraceEventKind::Completed, task))?;
+///
+/// let kinds: Vec<_> = TRACE.drain().iter().map(|event| event.kind).collect();
+/// assert_eq!(kinds, [TraceEventKind::Submitted, TraceEventKind::Completed]);
+/// assert!(TRACE.is_empty());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 ///
 /// A full buffer keeps its history and returns the newcomer:
 ///

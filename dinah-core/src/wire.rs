@@ -83,6 +83,7 @@ mod header;
 mod hello;
 mod kind;
 mod message;
+mod shape;
 mod stream;
 #[cfg(test)]
 mod test_support;

@@ -13,12 +13,21 @@ use std::thread;
 use dinah_core::{ArrayMpmcQueue, MpmcQueue, MpmcSlot};
 
 /// Items per producer in the throughput tests.
-const ITEMS: usize = if cfg!(miri) { 60 } else { 100_000 };
+const ITEMS: usize = if cfg!(miri) { 20 } else { 100_000 };
 /// Rounds per producer in the never-full tests.
-const ROUNDS: usize = if cfg!(miri) { 40 } else { 20_000 };
+const ROUNDS: usize = if cfg!(miri) { 6 } else { 10_000 };
+/// Rounds for the tests that aim at the release and store windows: each
+/// round is one chance to land in the window, so they run longer.
+const WINDOW_ROUNDS: usize = if cfg!(miri) { 6 } else { 50_000 };
+
+/// What the tests send: (producer, sequence number).
+type Item = (usize, usize);
+
+/// A queue of test items over slots on the heap.
+type BoxedQueue = MpmcQueue<Item, Box<[MpmcSlot<Item>]>>;
 
 /// A queue with `capacity` slots on the heap.
-fn queue(capacity: usize) -> MpmcQueue<(usize, usize), Box<[MpmcSlot<(usize, usize)>]>> {
+fn queue(capacity: usize) -> BoxedQueue {
     let slots = std::iter::repeat_with(MpmcSlot::new)
         .take(capacity)
         .collect::<Box<[_]>>();
@@ -66,9 +75,9 @@ impl Drop for AbortOnPanic<'_> {
 }
 
 /// Pushes `item`, retrying while the queue is full (or until aborted).
-fn push_retrying<S: AsRef<[MpmcSlot<(usize, usize)>]>>(
-    queue: &MpmcQueue<(usize, usize), S>,
-    mut item: (usize, usize),
+fn push_retrying<S: AsRef<[MpmcSlot<Item>]>>(
+    queue: &MpmcQueue<Item, S>,
+    mut item: Item,
     abort: &Abort,
 ) {
     let mut spins = 0;
@@ -82,7 +91,7 @@ fn push_retrying<S: AsRef<[MpmcSlot<(usize, usize)>]>>(
 }
 
 /// Checks one consumer's log: every producer's sequence numbers increase.
-fn assert_per_producer_fifo(log: &[(usize, usize)], producers: usize) {
+fn assert_per_producer_fifo(log: &[Item], producers: usize) {
     let mut last: Vec<Option<usize>> = vec![None; producers];
     for &(producer, seq) in log {
         if let Some(previous) = last[producer] {
@@ -97,10 +106,10 @@ fn assert_per_producer_fifo(log: &[(usize, usize)], producers: usize) {
 
 /// Checks that the consumers together received each producer's items
 /// `0..items` exactly once.
-fn assert_exactly_once(logs: &[Vec<(usize, usize)>], producers: usize, items: usize) {
-    let mut all: Vec<(usize, usize)> = logs.iter().flatten().copied().collect();
+fn assert_exactly_once(logs: &[Vec<Item>], producers: usize, items: usize) {
+    let mut all: Vec<Item> = logs.iter().flatten().copied().collect();
     all.sort_unstable();
-    let expected: Vec<(usize, usize)> = (0..producers)
+    let expected: Vec<Item> = (0..producers)
         .flat_map(|producer| (0..items).map(move |seq| (producer, seq)))
         .collect();
     assert_eq!(all.len(), expected.len(), "items lost or duplicated");
@@ -109,13 +118,13 @@ fn assert_exactly_once(logs: &[Vec<(usize, usize)>], producers: usize, items: us
 
 /// Pops until `received` reaches `total` (or the test aborts), calling
 /// `on_item` for each item; returns what this consumer received, in order.
-fn consume<S: AsRef<[MpmcSlot<(usize, usize)>]>>(
-    queue: &MpmcQueue<(usize, usize), S>,
+fn consume<S: AsRef<[MpmcSlot<Item>]>>(
+    queue: &MpmcQueue<Item, S>,
     received: &AtomicUsize,
     total: usize,
     abort: &Abort,
-    mut on_item: impl FnMut((usize, usize)),
-) -> Vec<(usize, usize)> {
+    mut on_item: impl FnMut(Item),
+) -> Vec<Item> {
     let _guard = abort.guard();
     let mut log = Vec::new();
     let mut spins = 0;
@@ -287,7 +296,7 @@ fn pop_then_push_back<const N: usize>(threads: usize, rounds: usize) {
 
 #[test]
 fn pop_then_push_back_never_reports_full() {
-    let rounds = ROUNDS * 5;
+    let rounds = WINDOW_ROUNDS;
     pop_then_push_back::<1>(2, rounds);
     pop_then_push_back::<2>(2, rounds);
     pop_then_push_back::<3>(3, rounds);
@@ -374,13 +383,14 @@ fn len_stays_within_bounds_under_contention() {
 /// thread pushes, so the room `len` showed is still there).
 #[test]
 fn push_after_len_shows_room_never_reports_full() {
+    let rounds = WINDOW_ROUNDS;
     for capacity in [1, 2, 3] {
         let queue = queue(capacity);
         let (received, abort) = (AtomicUsize::new(0), Abort::new());
         thread::scope(|scope| {
             scope.spawn(|| {
                 let _guard = abort.guard();
-                for seq in 0..ROUNDS {
+                for seq in 0..rounds {
                     let mut spins = 0;
                     while queue.len() == capacity {
                         if abort.raised() {
@@ -394,7 +404,7 @@ fn push_after_len_shows_room_never_reports_full() {
                 }
             });
             for _ in 0..2 {
-                scope.spawn(|| consume(&queue, &received, ROUNDS, &abort, |_| {}));
+                scope.spawn(|| consume(&queue, &received, rounds, &abort, |_| {}));
             }
         });
         assert!(queue.is_empty());
@@ -410,6 +420,7 @@ fn push_after_len_shows_room_never_reports_full() {
 #[test]
 fn pop_after_is_empty_shows_items_never_reports_empty() {
     const PRODUCERS: usize = 2;
+    let rounds = WINDOW_ROUNDS;
     for capacity in [1, 2, 3] {
         let queue = queue(capacity);
         let abort = Abort::new();
@@ -419,13 +430,13 @@ fn pop_after_is_empty_shows_items_never_reports_empty() {
                 let (queue, abort) = (&queue, &abort);
                 scope.spawn(move || {
                     let _guard = abort.guard();
-                    for seq in 0..ROUNDS {
+                    for seq in 0..rounds {
                         push_retrying(queue, (producer, seq), abort);
                     }
                 });
             }
             let _guard = abort.guard();
-            while log.len() < PRODUCERS * ROUNDS && !abort.raised() {
+            while log.len() < PRODUCERS * rounds && !abort.raised() {
                 let mut spins = 0;
                 while queue.is_empty() {
                     if abort.raised() {
@@ -440,6 +451,6 @@ fn pop_after_is_empty_shows_items_never_reports_empty() {
             }
         });
         assert_per_producer_fifo(&log, PRODUCERS);
-        assert_exactly_once(&[log], PRODUCERS, ROUNDS);
+        assert_exactly_once(&[log], PRODUCERS, rounds);
     }
 }

@@ -26,8 +26,12 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
+/// Long enough to wrap every capacity tested many times; shorter under
+/// Miri, which interprets each step.
+const MAX_OPS: usize = if cfg!(miri) { 24 } else { 200 };
+
 fn ops() -> impl Strategy<Value = Vec<Op>> {
-    prop::collection::vec(op(), 0..200)
+    prop::collection::vec(op(), 0..MAX_OPS)
 }
 
 /// The reference: a `VecDeque` that refuses the push beyond `capacity`.

@@ -32,6 +32,13 @@
 //!     const ID: u128 = 0x00ad_d000_0000_0000_0000_0000_0000_0001;
 //!     type Output = u64;
 //! }
+//!
+//! // What a transport carries: two segments of eight bytes.
+//! let mut out = SegmentWriter::new();
+//! Add { left: 2, right: 3 }.encode(&mut out)?;
+//! assert_eq!(out.len(), 2);
+//! let back = Add::decode(&mut SegmentReader::from_writer(&out))?;
+//! assert_eq!(back.left + back.right, 5);
 //! # Ok::<(), CodecError>(())
 //! ```
 //!
@@ -133,6 +140,9 @@ mod tests {
         assert_eq!(schema_id(""), FNV_OFFSET);
         assert_eq!(schema_id("a"), 0xaf63_dc4c_8601_ec8c);
         assert_ne!(schema_id("x/1"), schema_id("x/2"));
-        assert_ne!(composite_schema("tuple", &[1, 2]), composite_schema("tuple", &[2, 1]));
+        assert_ne!(
+            composite_schema("tuple", &[1, 2]),
+            composite_schema("tuple", &[2, 1])
+        );
     }
 }

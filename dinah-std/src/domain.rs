@@ -130,6 +130,15 @@ impl DomainShared {
 /// - [`Domain::run_batch`] runs a vector of tasks inside the pool with
 ///   Rayon's own work splitting and returns their results in order.
 ///
+/// # Waiting
+///
+/// A caller that waits (on a handle, or for a batch) spins briefly before
+/// it parks, because a result that arrives within microseconds is much
+/// cheaper to catch than a wake-up. The spin is bounded by
+/// [`DomainConfig::spin_before_park`] and adapts: it collapses while spins
+/// keep failing (a busy machine, long batches) and is probed at full
+/// length again now and then.
+///
 /// # Failures, panics and cancellation
 ///
 /// A job's outcome is a [`TaskOutcome`](dinah_core::TaskOutcome): its
@@ -152,7 +161,8 @@ impl DomainShared {
 ///
 /// ```
 /// use std::num::NonZeroUsize;
-/// /// use dinah_core::DomainId;
+/// use std::time::Duration;
+/// use dinah_core::DomainId;
 /// use dinah_std::{Domain, DomainConfig, ShutdownPolicy};
 ///
 /// let workers = NonZeroUsize::new(2).unwrap();
@@ -240,7 +250,7 @@ impl Domain {
     ///
     /// The job receives a [`JobContext`] (identity and cancellation).
     /// Jobs start in admission order; a panic in the job becomes a
-    /// [`TaskFailure`] with the panic's message.
+    /// [`TaskFailure`](dinah_core::TaskFailure) with the panic's message.
     ///
     /// # Errors
     ///

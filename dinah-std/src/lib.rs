@@ -10,10 +10,12 @@
 
 mod action;
 mod cancel;
+#[cfg(doctest)]
+mod compile_fail;
 mod domain;
 mod executor;
-mod scheduler;
 mod runtime;
+mod scheduler;
 mod shared;
 pub mod transport;
 
@@ -21,6 +23,6 @@ pub use action::*;
 pub use cancel::*;
 pub use domain::*;
 pub use executor::*;
-pub use scheduler::*;
 pub use runtime::*;
+pub use scheduler::*;
 pub use shared::*;

@@ -145,7 +145,9 @@ impl Runtime {
 
     /// A client for issuing calls from any thread.
     pub fn client(&self) -> RuntimeClient {
-        RuntimeClient { shared: Arc::clone(&self.shared) }
+        RuntimeClient {
+            shared: Arc::clone(&self.shared),
+        }
     }
 
     /// This rank.
@@ -191,8 +193,16 @@ impl Runtime {
     /// the next deadline (or [`MAX_IDLE`]).
     fn idle(&mut self) {
         let now = self.shared.clock.now();
-        let next = [self.shared.calls.next_deadline(), self.receiver.next_expiry()].into_iter().flatten().min();
-        let timeout = next.map_or(MAX_IDLE, |at| at.saturating_duration_since(now).min(MAX_IDLE));
+        let next = [
+            self.shared.calls.next_deadline(),
+            self.receiver.next_expiry(),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        let timeout = next.map_or(MAX_IDLE, |at| {
+            at.saturating_duration_since(now).min(MAX_IDLE)
+        });
         self.driver.idle_wait(IDLE_SPIN.min(timeout), timeout);
     }
 
@@ -204,7 +214,9 @@ impl Runtime {
 
 impl fmt::Debug for Runtime {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Runtime").field("stats", &self.stats()).finish()
+        f.debug_struct("Runtime")
+            .field("stats", &self.stats())
+            .finish()
     }
 }
 

@@ -67,7 +67,11 @@ pub trait TransportDriver {
     ///
     /// A failure of the transport as a whole (not of one peer: that is a
     /// [`TransportEvent::PeerDown`]).
-    fn poll(&mut self, budget: usize, events: &mut Vec<TransportEvent>) -> Result<bool, TransportError>;
+    fn poll(
+        &mut self,
+        budget: usize,
+        events: &mut Vec<TransportEvent>,
+    ) -> Result<bool, TransportError>;
 
     /// Blocks for at most `timeout` or until there may be something to
     /// poll. The default waits on the handle's [`Wakeup`], spinning for
@@ -119,7 +123,19 @@ impl TransportHello {
     /// # Errors
     ///
     /// As [`Hello::new`]: `rank` outside `world`, or invalid limits.
-    pub fn hello(&self, rank: Rank, world: WorldSize, channel: Channel) -> Result<Hello, HelloError> {
-        Hello::new(u128::from(self.run_id), rank, world, self.protocol_limits, self.fingerprint, channel)
+    pub fn hello(
+        &self,
+        rank: Rank,
+        world: WorldSize,
+        channel: Channel,
+    ) -> Result<Hello, HelloError> {
+        Hello::new(
+            u128::from(self.run_id),
+            rank,
+            world,
+            self.protocol_limits,
+            self.fingerprint,
+            channel,
+        )
     }
 }

@@ -10,7 +10,10 @@
 //!
 //! Nothing here asserts on wall-clock time: waits are bounded only so a
 //! broken transport fails instead of hanging, and the bound is generous.
-#![allow(dead_code, reason = "each test file uses the part of the suite its transport supports")]
+#![allow(
+    dead_code,
+    reason = "each test file uses the part of the suite its transport supports"
+)]
 
 use std::future::Future;
 use std::num::NonZeroUsize;
@@ -22,8 +25,8 @@ use std::time::{Duration, Instant};
 
 use dinah_core::{DomainId, LimitField, ProtocolLimits, Rank, RuntimeLimits, WorldSize};
 use dinah_std::{
-    Action, ActionError, CodecError, FailureKind, Runtime, RuntimeBuilder, RuntimeError, SegmentReader, SegmentWriter,
-    ShutdownReport, Side, SpawnOptions, WireValue, schema_id,
+    Action, ActionError, CodecError, FailureKind, Runtime, RuntimeBuilder, RuntimeError,
+    SegmentReader, SegmentWriter, ShutdownReport, Side, SpawnOptions, WireValue, schema_id,
 };
 
 /// The run ID every conformance rank uses.
@@ -147,8 +150,14 @@ wire_newtype!(Sleep((u64, bool)), "conformance.Sleep/1", 0xc0f0_0005, u64);
 wire_newtype!(Block(()), "conformance.Block/1", 0xc0f0_0006, ());
 wire_newtype!(Count(()), "conformance.Count/1", 0xc0f0_0007, u64);
 wire_newtype!(Arrive(u32), "conformance.Arrive/1", 0xc0f0_0008, ());
-wire_newtype!(Stats(()), "conformance.Stats/1", 0xc0f0_0009, (u64, u64, u64, u64));
+wire_newtype!(
+    Stats(()),
+    "conformance.Stats/1",
+    0xc0f0_0009,
+    (u64, u64, u64, u64)
+);
 wire_newtype!(Release(bool), "conformance.Release/1", 0xc0f0_000a, ());
+wire_newtype!(Cancels(()), "conformance.Cancels/1", 0xc0f0_000b, u64);
 
 /// Registers the suite's actions and domains on `builder`.
 pub(crate) fn register(builder: &mut RuntimeBuilder, state: &Arc<RankState>) {
@@ -156,24 +165,35 @@ pub(crate) fn register(builder: &mut RuntimeBuilder, state: &Arc<RankState>) {
     builder.domain(WORK, workers).unwrap();
     builder.domain(control_domain(), NonZeroUsize::MIN).unwrap();
     builder.domain(sleep_domain(), workers).unwrap();
-    builder.register_in::<Add, _>(WORK, |Add((a, b))| Ok(a.wrapping_add(b))).unwrap();
-    builder.register_in::<Echo, _>(WORK, |Echo(bytes)| Ok(bytes)).unwrap();
-    builder.register_in::<Fail, _>(WORK, |Fail(text)| Err(ActionError::new(text))).unwrap();
-    builder.register_in::<Explode, _>(WORK, |Explode(text)| panic!("{text}")).unwrap();
+    builder
+        .register_in::<Add, _>(WORK, |Add((a, b))| Ok(a.wrapping_add(b)))
+        .unwrap();
+    builder
+        .register_in::<Echo, _>(WORK, |Echo(bytes)| Ok(bytes))
+        .unwrap();
+    builder
+        .register_in::<Fail, _>(WORK, |Fail(text)| Err(ActionError::new(text)))
+        .unwrap();
+    builder
+        .register_in::<Explode, _>(WORK, |Explode(text)| panic!("{text}"))
+        .unwrap();
     let s = Arc::clone(state);
     builder
-        .register_with_context::<Sleep, _>(sleep_domain(), move |Sleep((millis, cooperative)), ctx| {
-            s.sleeps_started.fetch_add(1, Ordering::SeqCst);
-            let until = Instant::now() + Duration::from_millis(millis);
-            while Instant::now() < until {
-                if cooperative && ctx.is_cancelled() {
-                    s.cancels_observed.fetch_add(1, Ordering::SeqCst);
-                    return Err(ActionError::new("cancelled"));
+        .register_with_context::<Sleep, _>(
+            sleep_domain(),
+            move |Sleep((millis, cooperative)), ctx| {
+                s.sleeps_started.fetch_add(1, Ordering::SeqCst);
+                let until = Instant::now() + Duration::from_millis(millis);
+                while Instant::now() < until {
+                    if cooperative && ctx.is_cancelled() {
+                        s.cancels_observed.fetch_add(1, Ordering::SeqCst);
+                        return Err(ActionError::new("cancelled"));
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
                 }
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            Ok(millis)
-        })
+                Ok(millis)
+            },
+        )
         .unwrap();
     let s = Arc::clone(state);
     builder
@@ -185,7 +205,11 @@ pub(crate) fn register(builder: &mut RuntimeBuilder, state: &Arc<RankState>) {
         })
         .unwrap();
     let s = Arc::clone(state);
-    builder.register_in::<Count, _>(WORK, move |Count(())| Ok(s.counted.fetch_add(1, Ordering::SeqCst) + 1)).unwrap();
+    builder
+        .register_in::<Count, _>(WORK, move |Count(())| {
+            Ok(s.counted.fetch_add(1, Ordering::SeqCst) + 1)
+        })
+        .unwrap();
     let s = Arc::clone(state);
     builder
         .register_in::<Arrive, _>(control_domain(), move |Arrive(epoch)| {
@@ -204,10 +228,19 @@ pub(crate) fn register(builder: &mut RuntimeBuilder, state: &Arc<RankState>) {
             ))
         })
         .unwrap();
+    builder
+        .register_with_context::<Cancels, _>(control_domain(), |Cancels(()), ctx| {
+            Ok(ctx.client().cancels_received())
+        })
+        .unwrap();
     let s = Arc::clone(state);
     builder
         .register_in::<Release, _>(control_domain(), move |Release(open)| {
-            if open { s.open_gate() } else { s.close_gate() }
+            if open {
+                s.open_gate()
+            } else {
+                s.close_gate()
+            }
             Ok(())
         })
         .unwrap();
@@ -243,21 +276,31 @@ pub(crate) enum Ending {
 impl RankCtx {
     /// Wraps a started runtime.
     pub(crate) fn new(runtime: Runtime, state: Arc<RankState>) -> Self {
-        Self { runtime: Some(runtime), state, epoch: 0 }
+        Self {
+            runtime: Some(runtime),
+            state,
+            epoch: 0,
+        }
     }
 
     /// This rank's runtime.
     pub(crate) fn rt(&mut self) -> &mut Runtime {
-        self.runtime.as_mut().expect("the runtime was taken for shutdown")
+        self.runtime
+            .as_mut()
+            .expect("the runtime was taken for shutdown")
     }
 
     fn rt_ref(&self) -> &Runtime {
-        self.runtime.as_ref().expect("the runtime was taken for shutdown")
+        self.runtime
+            .as_ref()
+            .expect("the runtime was taken for shutdown")
     }
 
     /// Takes the runtime out (to shut it down by hand).
     pub(crate) fn take_runtime(&mut self) -> Runtime {
-        self.runtime.take().expect("the runtime was taken for shutdown")
+        self.runtime
+            .take()
+            .expect("the runtime was taken for shutdown")
     }
 
     /// This rank.
@@ -273,7 +316,9 @@ impl RankCtx {
     /// Rank `offset` places after this one, cyclically.
     pub(crate) fn next(&self, offset: u32) -> Rank {
         let world = self.world();
-        world.rank((self.rank().get() + offset) % world.get()).unwrap()
+        world
+            .rank((self.rank().get() + offset) % world.get())
+            .unwrap()
     }
 
     /// Drives `future` to completion.
@@ -285,8 +330,12 @@ impl RankCtx {
     pub(crate) fn wait_until(&mut self, what: &str, mut done: impl FnMut(&mut Self) -> bool) {
         let start = Instant::now();
         while !done(self) {
-            assert!(start.elapsed() < PATIENCE, "rank {}: gave up waiting for {what}", self.rank().get());
-            let _ = self.rt().block_on(Yield(false));
+            assert!(
+                start.elapsed() < PATIENCE,
+                "rank {}: gave up waiting for {what}",
+                self.rank().get()
+            );
+            self.rt().block_on(Yield(false));
         }
     }
 
@@ -294,13 +343,22 @@ impl RankCtx {
     /// observed, blocked).
     pub(crate) fn stats_of(&mut self, rank: Rank) -> (u64, u64, u64, u64) {
         let client = self.rt().client();
-        self.wait(client.spawn_on(rank, Stats(()))).expect("stats query")
+        self.wait(client.spawn_on(rank, Stats(())))
+            .expect("stats query")
+    }
+
+    /// How many cancellations `rank` has received from peers.
+    pub(crate) fn cancels_received_by(&mut self, rank: Rank) -> u64 {
+        let client = self.rt().client();
+        self.wait(client.spawn_on(rank, Cancels(())))
+            .expect("cancels query")
     }
 
     /// Opens (or closes) the gate of `rank`.
     pub(crate) fn release(&mut self, rank: Rank, open: bool) {
         let client = self.rt().client();
-        self.wait(client.spawn_on(rank, Release(open))).expect("release");
+        self.wait(client.spawn_on(rank, Release(open)))
+            .expect("release");
     }
 
     /// A barrier over all ranks that keeps serving calls while it waits.
@@ -308,13 +366,19 @@ impl RankCtx {
         self.epoch += 1;
         let epoch = self.epoch;
         let client = self.rt().client();
-        let arrivals: Vec<_> = self.world().ranks().map(|rank| client.spawn_on(rank, Arrive(epoch))).collect();
+        let arrivals: Vec<_> = self
+            .world()
+            .ranks()
+            .map(|rank| client.spawn_on(rank, Arrive(epoch)))
+            .collect();
         for arrival in arrivals {
             self.wait(arrival).expect("barrier arrival");
         }
         let world = self.world().get();
         let state = Arc::clone(&self.state);
-        self.wait_until("the barrier", move |_| state.arrivals[epoch as usize % 64].load(Ordering::SeqCst) >= world);
+        self.wait_until("the barrier", move |_| {
+            state.arrivals[epoch as usize % 64].load(Ordering::SeqCst) >= world
+        });
     }
 
     /// Barrier, then shutdown; returns the report.
@@ -347,7 +411,9 @@ pub(crate) fn run_case(name: &str, case: Case, mut ctx: RankCtx) {
     let rank = ctx.rank().get();
     match case(&mut ctx) {
         Ending::Clean => {
-            let report = ctx.finish().unwrap_or_else(|e| panic!("rank {rank}, case {name}: {e}"));
+            let report = ctx
+                .finish()
+                .unwrap_or_else(|e| panic!("rank {rank}, case {name}: {e}"));
             assert!(report.is_clean(), "rank {rank}, case {name}: {report}");
         }
         Ending::Done => {}
@@ -401,7 +467,11 @@ pub(crate) fn reuse(ctx: &mut RankCtx) -> Ending {
     let before = ctx.rt().stats().metrics.submitted;
     for i in 0..1000u64 {
         let bytes = i.to_le_bytes().to_vec();
-        assert_eq!(ctx.wait(client.spawn_on(target, Echo(bytes.clone()))).expect("echo"), bytes);
+        assert_eq!(
+            ctx.wait(client.spawn_on(target, Echo(bytes.clone())))
+                .expect("echo"),
+            bytes
+        );
     }
     assert!(ctx.rt().stats().metrics.submitted >= before + 1000);
     Ending::Clean
@@ -410,8 +480,13 @@ pub(crate) fn reuse(ctx: &mut RankCtx) -> Ending {
 /// A handler's error arrives as a typed failure with its text.
 pub(crate) fn handler_error(ctx: &mut RankCtx) -> Ending {
     let client = ctx.rt().client();
-    let error = ctx.wait(client.spawn_on(ctx.next(1), Fail("boom".into()))).unwrap_err();
-    assert!(matches!(&error, RuntimeError::Remote { kind: FailureKind::Returned, text } if text == "boom"), "{error:?}");
+    let error = ctx
+        .wait(client.spawn_on(ctx.next(1), Fail("boom".into())))
+        .unwrap_err();
+    assert!(
+        matches!(&error, RuntimeError::Remote { kind: FailureKind::Returned, text } if text == "boom"),
+        "{error:?}"
+    );
     Ending::Clean
 }
 
@@ -420,12 +495,18 @@ pub(crate) fn handler_error(ctx: &mut RankCtx) -> Ending {
 pub(crate) fn handler_panic(ctx: &mut RankCtx) -> Ending {
     let client = ctx.rt().client();
     let target = ctx.next(1);
-    let error = ctx.wait(client.spawn_on(target, Explode("kaboom".into()))).unwrap_err();
+    let error = ctx
+        .wait(client.spawn_on(target, Explode("kaboom".into())))
+        .unwrap_err();
     assert!(
         matches!(&error, RuntimeError::Remote { kind: FailureKind::Panicked, text } if text.contains("kaboom")),
         "{error:?}"
     );
-    assert_eq!(ctx.wait(client.spawn_on(target, Add((1, 1)))).expect("still serving"), 2);
+    assert_eq!(
+        ctx.wait(client.spawn_on(target, Add((1, 1))))
+            .expect("still serving"),
+        2
+    );
     Ending::Clean
 }
 
@@ -437,9 +518,15 @@ pub(crate) fn deadline_and_late_result(ctx: &mut RankCtx) -> Ending {
         let target = ctx.next(ctx.world().get() - 1);
         // Not cooperative: the handler finishes and its result comes late.
         let options = SpawnOptions::deadline(Duration::from_millis(50));
-        let error = ctx.wait(client.spawn_on_with(target, Sleep((400, false)), options)).unwrap_err();
-        assert!(matches!(error, RuntimeError::DeadlineExceeded { after } if after == Duration::from_millis(50)));
-        ctx.wait_until("the late result", |ctx| ctx.rt().stats().metrics.late_results_discarded >= 1);
+        let error = ctx
+            .wait(client.spawn_on_with(target, Sleep((400, false)), options))
+            .unwrap_err();
+        assert!(
+            matches!(error, RuntimeError::DeadlineExceeded { after } if after == Duration::from_millis(50))
+        );
+        ctx.wait_until("the late result", |ctx| {
+            ctx.rt().stats().metrics.late_results_discarded >= 1
+        });
         assert!(ctx.rt().stats().metrics.deadline_expiries >= 1);
     }
     Ending::Clean
@@ -452,21 +539,37 @@ pub(crate) fn cancel_before_start(ctx: &mut RankCtx) -> Ending {
         let client = ctx.rt().client();
         let target = ctx.next(ctx.world().get() - 1);
         let (counted_before, ..) = ctx.stats_of(target);
+        let cancels_before = ctx.cancels_received_by(target);
         // Occupy both work-domain workers of the target.
-        let blockers = [client.spawn_on(target, Block(())), client.spawn_on(target, Block(()))];
+        let blockers = [
+            client.spawn_on(target, Block(())),
+            client.spawn_on(target, Block(())),
+        ];
         ctx.wait_until("both workers blocked", |ctx| ctx.stats_of(target).3 == 2);
         let queued = client.spawn_on(target, Count(()));
         drop(queued);
-        // Let the cancellation reach the target before the workers free up.
-        ctx.wait_until("the cancellation to be sent", |ctx| ctx.rt().stats().queued_cancels == 0);
-        let _ = ctx.stats_of(target);
+        // The cancellation travels on the control lane, the release below on
+        // the action lane: wait until the target has the cancellation, so the
+        // release cannot overtake it. (A call to this rank is cancelled in
+        // place, without a frame.)
+        if target != ctx.rank() {
+            ctx.wait_until("the cancellation to arrive", move |ctx| {
+                ctx.cancels_received_by(target) > cancels_before
+            });
+        }
         ctx.release(target, true);
         for blocker in blockers {
             ctx.wait(blocker).expect("blocker");
         }
         // A marker call behind the cancelled one proves the queue drained.
-        let marker = ctx.wait(client.spawn_on(target, Count(()))).expect("marker");
-        assert_eq!(marker, counted_before + 1, "the cancelled call must never have run");
+        let marker = ctx
+            .wait(client.spawn_on(target, Count(())))
+            .expect("marker");
+        assert_eq!(
+            marker,
+            counted_before + 1,
+            "the cancelled call must never have run"
+        );
         ctx.release(target, false);
     }
     Ending::Clean
@@ -479,9 +582,13 @@ pub(crate) fn cancel_while_running(ctx: &mut RankCtx) -> Ending {
         let target = ctx.next(1);
         let (_, started, observed, _) = ctx.stats_of(target);
         let call = client.spawn_on(target, Sleep((120_000, true)));
-        ctx.wait_until("the handler to start", move |ctx| ctx.stats_of(target).1 > started);
+        ctx.wait_until("the handler to start", move |ctx| {
+            ctx.stats_of(target).1 > started
+        });
         drop(call);
-        ctx.wait_until("the handler to see the cancellation", move |ctx| ctx.stats_of(target).2 > observed);
+        ctx.wait_until("the handler to see the cancellation", move |ctx| {
+            ctx.stats_of(target).2 > observed
+        });
     }
     Ending::Clean
 }
@@ -494,12 +601,16 @@ pub(crate) fn future_drop_sends_cancel(ctx: &mut RankCtx) -> Ending {
         let requested = ctx.rt().stats().metrics.cancellation_requested;
         let (_, started, observed, _) = ctx.stats_of(target);
         let call = client.spawn_on(target, Sleep((120_000, true)));
-        ctx.wait_until("the handler to start", move |ctx| ctx.stats_of(target).1 > started);
+        ctx.wait_until("the handler to start", move |ctx| {
+            ctx.stats_of(target).1 > started
+        });
         assert_eq!(ctx.rt().stats().pending_calls, 1);
         drop(call);
         assert_eq!(ctx.rt().stats().pending_calls, 0, "the waiter goes at once");
         assert!(ctx.rt().stats().metrics.cancellation_requested > requested);
-        ctx.wait_until("the cancellation to arrive", move |ctx| ctx.stats_of(target).2 > observed);
+        ctx.wait_until("the cancellation to arrive", move |ctx| {
+            ctx.stats_of(target).2 > observed
+        });
     }
     Ending::Clean
 }
@@ -514,7 +625,10 @@ pub(crate) fn scope_exit_cancels(ctx: &mut RankCtx) -> Ending {
             let call = s.spawn_on(target, Sleep((120_000, true)));
             let probe = s.block_on(async {
                 loop {
-                    let stats = state_probe.spawn_on(target, Stats(())).await.expect("stats");
+                    let stats = state_probe
+                        .spawn_on(target, Stats(()))
+                        .await
+                        .expect("stats");
                     if stats.1 > started {
                         break stats;
                     }
@@ -524,7 +638,9 @@ pub(crate) fn scope_exit_cancels(ctx: &mut RankCtx) -> Ending {
             // Leaked: only the scope's exit can cancel it now.
             std::mem::forget(call);
         });
-        ctx.wait_until("the scope's cancellation", move |ctx| ctx.stats_of(target).2 > observed);
+        ctx.wait_until("the scope's cancellation", move |ctx| {
+            ctx.stats_of(target).2 > observed
+        });
     }
     Ending::Clean
 }
@@ -536,21 +652,35 @@ pub(crate) fn saturation(ctx: &mut RankCtx) -> Ending {
         let client = ctx.rt().client();
         let target = ctx.next(ctx.world().get() - 1);
         let (counted_before, ..) = ctx.stats_of(target);
-        let blockers = [client.spawn_on(target, Block(())), client.spawn_on(target, Block(()))];
+        let blockers = [
+            client.spawn_on(target, Block(())),
+            client.spawn_on(target, Block(())),
+        ];
         ctx.wait_until("both workers blocked", |ctx| ctx.stats_of(target).3 == 2);
         let total = 40;
-        let calls: Vec<_> = (0..total).map(|_| client.spawn_on(target, Count(()))).collect();
+        let calls: Vec<_> = (0..total)
+            .map(|_| client.spawn_on(target, Count(())))
+            .collect();
         // Every call must have been answered or queued before the release:
         // give the refusals time to arrive.
-        ctx.wait_until("the queue to fill", |ctx| ctx.rt().stats().pending_calls <= 2 + 8);
+        ctx.wait_until("the queue to fill", |ctx| {
+            ctx.rt().stats().pending_calls <= 2 + 8
+        });
         ctx.release(target, true);
         let (mut done, mut refused) = (0u64, 0u64);
         // A call to this rank is refused by its own domain, before any wire.
-        let side = if target == ctx.rank() { Side::Local } else { Side::Remote };
+        let side = if target == ctx.rank() {
+            Side::Local
+        } else {
+            Side::Remote
+        };
         for call in calls {
             match ctx.wait(call) {
                 Ok(_) => done += 1,
-                Err(RuntimeError::ResourceExhausted { limit: LimitField::MaxActionQueue, side: s }) if s == side => {
+                Err(RuntimeError::ResourceExhausted {
+                    limit: LimitField::MaxActionQueue,
+                    side: s,
+                }) if s == side => {
                     refused += 1;
                 }
                 Err(other) => panic!("unexpected {other:?}"),
@@ -562,7 +692,11 @@ pub(crate) fn saturation(ctx: &mut RankCtx) -> Ending {
         assert_eq!(done + refused, total, "every call ended exactly once");
         assert!(refused > 0, "the queue of 8 cannot take 40 calls");
         let (counted_after, ..) = ctx.stats_of(target);
-        assert_eq!(counted_after - counted_before, done, "exactly the admitted calls ran");
+        assert_eq!(
+            counted_after - counted_before,
+            done,
+            "exactly the admitted calls ran"
+        );
         ctx.release(target, false);
     }
     Ending::Clean
@@ -576,11 +710,17 @@ pub(crate) fn control_under_saturation(ctx: &mut RankCtx) -> Ending {
         let target = ctx.next(1);
         let (_, started, observed, _) = ctx.stats_of(target);
         let sleeper = client.spawn_on(target, Sleep((120_000, true)));
-        ctx.wait_until("the handler to start", move |ctx| ctx.stats_of(target).1 > started);
+        ctx.wait_until("the handler to start", move |ctx| {
+            ctx.stats_of(target).1 > started
+        });
         let payload = vec![7u8; 256 * 1024];
-        let flood: Vec<_> = (0..48).map(|_| client.spawn_on(target, Echo(payload.clone()))).collect();
+        let flood: Vec<_> = (0..48)
+            .map(|_| client.spawn_on(target, Echo(payload.clone())))
+            .collect();
         drop(sleeper);
-        ctx.wait_until("the cancellation to pass the flood", move |ctx| ctx.stats_of(target).2 > observed);
+        ctx.wait_until("the cancellation to pass the flood", move |ctx| {
+            ctx.stats_of(target).2 > observed
+        });
         for call in flood {
             match ctx.wait(call) {
                 Ok(bytes) => assert_eq!(bytes.len(), payload.len()),
@@ -595,7 +735,9 @@ pub(crate) fn control_under_saturation(ctx: &mut RankCtx) -> Ending {
 /// The default ending is the test: a barrier and a clean shutdown.
 pub(crate) fn clean_shutdown(ctx: &mut RankCtx) -> Ending {
     let client = ctx.rt().client();
-    let sum = ctx.wait(client.spawn_on(ctx.next(1), Add((2, 3)))).expect("add");
+    let sum = ctx
+        .wait(client.spawn_on(ctx.next(1), Add((2, 3))))
+        .expect("add");
     assert_eq!(sum, 5);
     Ending::Clean
 }
@@ -610,11 +752,15 @@ pub(crate) fn shutdown_timeout(ctx: &mut RankCtx) -> Ending {
     }
     let client = ctx.rt().client();
     let blocker = client.spawn_on(Rank::ZERO, Block(()));
-    ctx.wait_until("the handler to block", |ctx| ctx.state.blocked.load(Ordering::SeqCst) == 1);
+    ctx.wait_until("the handler to block", |ctx| {
+        ctx.state.blocked.load(Ordering::SeqCst) == 1
+    });
     drop(blocker);
     let state = Arc::clone(&ctx.state);
     let runtime = ctx.take_runtime();
-    let error = runtime.shutdown(Duration::from_millis(300)).expect_err("a stuck handler cannot be joined");
+    let error = runtime
+        .shutdown(Duration::from_millis(300))
+        .expect_err("a stuck handler cannot be joined");
     state.open_gate();
     let report = error.report;
     // Exactly the one stuck local job; no waiter, no remote entry. (Frames

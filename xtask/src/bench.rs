@@ -36,10 +36,39 @@ pub(crate) fn run(names: &[String]) -> Result<()> {
         }
     }
     for name in selected {
+        if name == MPI_BENCH {
+            run_mpi()?;
+            continue;
+        }
         Cmd::new(LANE, "cargo")
             .args(["bench", "--bench", name])
             .timeout(std::time::Duration::from_secs(3600))
             .run()?;
     }
     Ok(())
+}
+
+/// The MPI benchmark: a program for two ranks, so `cargo bench` cannot
+/// launch it; it is built with `--no-run` and run under `mpirun -n 2`.
+const MPI_BENCH: &str = "mpi";
+
+fn run_mpi() -> Result<()> {
+    crate::mpi::require_toolchain(LANE)?;
+    let json = Cmd::new(LANE, "cargo")
+        .args([
+            "bench",
+            "--no-run",
+            "--features",
+            "mpi",
+            "--bench",
+            MPI_BENCH,
+            "--message-format=json",
+        ])
+        .read()?;
+    let exe = crate::mpi::executable_from_json(&json, MPI_BENCH)?;
+    crate::mpi::mpirun(LANE, 2)
+        .arg(exe)
+        .arg("--bench")
+        .timeout(std::time::Duration::from_secs(1800))
+        .run()
 }

@@ -1,7 +1,12 @@
 //! `cargo xtask demo`: dinah's main job, the most complete example there is.
 //!
-//! The list below grows with the project; the first entry whose example file
-//! exists is run. When no example exists the command says so and fails.
+//! By default: `examples/tcp_demo.rs` as four processes on loopback TCP,
+//! started by the `dinah-run` launcher exactly as a user would run it
+//! (`dinah-run -n 4 -- target/release/examples/tcp_demo`). Both are built
+//! in release first, so one command works on a fresh checkout. `--mpi` runs
+//! the MPI demo under `mpirun -n 4` instead.
+
+use std::time::Duration;
 
 use anyhow::{Result, bail};
 
@@ -11,8 +16,20 @@ use crate::project_root;
 
 const LANE: &str = "demo";
 
-/// Examples in order of completeness: the first one present is the demo.
-const DEMOS: &[&str] = &["remote_actions", "runtime_basics", "core_basics"];
+/// The TCP demo, run under `dinah-run -n` [`TCP_RANKS`].
+const TCP_DEMO: &str = "tcp_demo";
+
+/// The launcher binary of `dinah-tcp`.
+const LAUNCHER: &str = "dinah-run";
+
+/// How many ranks the TCP demo runs.
+const TCP_RANKS: u32 = 4;
+
+/// The launcher's own bound on the demo run (the watchdog adds a minute).
+const TCP_RUN_LIMIT: Duration = Duration::from_secs(120);
+
+/// A cold release build of the workspace on a small machine.
+const BUILD_LIMIT: Duration = Duration::from_secs(30 * 60);
 
 /// The MPI demo, run under `mpirun -n 4`.
 const MPI_DEMO: &str = "mpi_actions";
@@ -51,7 +68,8 @@ pub(crate) fn run(args: &DemoArgs) -> Result<()> {
             );
         }
         mpi::require_toolchain(LANE)?;
-        Cmd::new(LANE, "cargo")
+        // Cargo names the executable (it honours CARGO_TARGET_DIR).
+        let json = Cmd::new(LANE, "cargo")
             .args([
                 "build",
                 "--release",
@@ -59,20 +77,44 @@ pub(crate) fn run(args: &DemoArgs) -> Result<()> {
                 "mpi",
                 "--example",
                 MPI_DEMO,
+                "--message-format=json",
             ])
-            .run()?;
-        let exe = project_root()
-            .join("target/release/examples")
-            .join(MPI_DEMO);
-        return mpi::mpirun(LANE, 4).arg(exe).run();
+            .read()?;
+        let exe = mpi::executable_from_json(&json, MPI_DEMO)?;
+        return mpi::mpirun(LANE, 4)
+            .arg(exe)
+            .timeout(std::time::Duration::from_secs(300))
+            .run();
     }
-    let Some(name) = DEMOS.iter().find(|name| example_exists(name)) else {
-        bail!(
-            "no demo exists yet: none of examples/{{{}}}.rs has landed",
-            DEMOS.join(",")
-        );
-    };
-    Cmd::new(LANE, "cargo")
-        .args(["run", "--release", "--quiet", "--example", name])
+    run_tcp_demo()
+}
+
+/// Builds `dinah-run` and the TCP demo in release, then runs the demo
+/// through the launcher with [`TCP_RANKS`] ranks.
+fn run_tcp_demo() -> Result<()> {
+    if !example_exists(TCP_DEMO) {
+        bail!("examples/{TCP_DEMO}.rs is missing: the demo cannot run without it");
+    }
+    // Cargo names the executables (it honours CARGO_TARGET_DIR).
+    let json = Cmd::new(LANE, "cargo")
+        .args([
+            "build",
+            "--release",
+            "--bin",
+            LAUNCHER,
+            "--example",
+            TCP_DEMO,
+            "--message-format=json",
+        ])
+        .timeout(BUILD_LIMIT)
+        .read()?;
+    let launcher = mpi::executable_from_json(&json, LAUNCHER)?;
+    let demo = mpi::executable_from_json(&json, TCP_DEMO)?;
+    let ranks = TCP_RANKS.to_string();
+    let limit = format!("{}s", TCP_RUN_LIMIT.as_secs());
+    Cmd::new(LANE, launcher)
+        .args(["-n", ranks.as_str(), "--timeout", limit.as_str(), "--"])
+        .arg(demo)
+        .timeout(TCP_RUN_LIMIT + Duration::from_secs(60))
         .run()
 }

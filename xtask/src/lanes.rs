@@ -278,18 +278,41 @@ fn nostd(lane: &LaneRun) -> Result<()> {
 fn loom(lane: &LaneRun) -> Result<()> {
     // A separate target directory: the cfg changes every crate's build, and
     // sharing would throw away the normal build's artifacts each time.
-    lane.cargo([
-        "test",
-        "--package",
-        "dinah-core",
-        "--release",
-        "--test",
-        "loom",
-    ])
-    .env("RUSTFLAGS", "--cfg dinah_loom")
-    .env("CARGO_TARGET_DIR", target_dir().join("loom"))
-    .env("LOOM_MAX_PREEMPTIONS", "2")
-    .run()
+    let cmd = lane
+        .cargo([
+            "test",
+            "--package",
+            "dinah-core",
+            "--release",
+            "--test",
+            "loom",
+        ])
+        .env("RUSTFLAGS", "--cfg dinah_loom")
+        .env("CARGO_TARGET_DIR", target_dir().join("loom"))
+        .env("LOOM_MAX_PREEMPTIONS", "2");
+    // `tests/loom.rs` is `#![cfg(dinah_loom)]`: if the cfg did not reach
+    // rustc (`CARGO_ENCODED_RUSTFLAGS` in the environment wins over
+    // `RUSTFLAGS`, for instance), the binary holds no tests and would pass
+    // without checking anything. Refuse that.
+    let listing = cmd.clone().args(["--", "--list"]).read()?;
+    let tests = listed_tests(&listing);
+    if tests == 0 {
+        bail!(
+            "lane `{}`: the loom test binary contains no tests; `--cfg dinah_loom` did not \
+             reach rustc (is CARGO_ENCODED_RUSTFLAGS set?)",
+            lane.name()
+        );
+    }
+    println!("==> [{}] {tests} loom models", lane.name());
+    cmd.run()
+}
+
+/// The number of tests a libtest `--list` printed (`name: test` lines).
+fn listed_tests(listing: &str) -> usize {
+    listing
+        .lines()
+        .filter(|line| line.ends_with(": test"))
+        .count()
 }
 
 /// Property-test cases under Miri: the interpreter is ~1000x slower, the
@@ -297,6 +320,11 @@ fn loom(lane: &LaneRun) -> Result<()> {
 const MIRI_PROPTEST_CASES: &str = "4";
 
 fn miri(lane: &LaneRun) -> Result<()> {
+    // Every dinah-core test runs: unit, integration (property tests with
+    // few cases, stress tests with the `cfg(miri)` round counts) and doc
+    // tests. Isolation stays on: the property tests turn off proptest's
+    // failure file under `cfg(miri)`, so nothing needs the file system or
+    // the host clock, and runs are reproducible.
     let nightly = format!("+{}", crate::setup::NIGHTLY);
     lane.cargo([nightly.as_str(), "miri", "test", "--package", "dinah-core"])
         .env("PROPTEST_CASES", MIRI_PROPTEST_CASES)
@@ -387,4 +415,16 @@ pub(crate) fn rust_file_stems(dir: &Path) -> Result<Vec<String>> {
     }
     names.sort();
     Ok(names)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listed_tests_counts_only_test_lines() {
+        let listing = "loom::mpmc::race: test\nloom::trace::drain: test\n\n2 tests, 0 benchmarks\n";
+        assert_eq!(listed_tests(listing), 2);
+        assert_eq!(listed_tests("\n0 tests, 0 benchmarks\n"), 0);
+    }
 }

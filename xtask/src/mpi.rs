@@ -126,6 +126,10 @@ pub(crate) fn run_tests(lane: &LaneRun) -> Result<()> {
             lane.name()
         );
     }
+    // The transport crate's own tests: unit tests of its MPI-free logic and
+    // doctests (among them the compile-fail proof that its driver is not
+    // `Send`).
+    lane.cargo(["test", "--package", "dinah-mpi"]).run()?;
     for name in &names {
         let exe = build_test(lane, name)?;
         for &ranks in WORLD_SIZES {

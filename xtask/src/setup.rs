@@ -193,7 +193,11 @@ fn ensure_mpi() -> Result<()> {
 
 /// cargo-fuzz, for the `fuzz` lane (built from crates.io once).
 fn ensure_cargo_fuzz() -> Result<()> {
-    let installed = Cmd::new(LANE, "cargo").args(["fuzz", "--version"]).quiet().read().is_ok();
+    let installed = Cmd::new(LANE, "cargo")
+        .args(["fuzz", "--version"])
+        .quiet()
+        .read()
+        .is_ok();
     if installed {
         println!("setup: cargo-fuzz present");
         return Ok(());

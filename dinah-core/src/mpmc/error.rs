@@ -65,7 +65,10 @@ impl fmt::Display for MpmcStorageError {
         match self {
             Self::Empty => f.write_str("mpmc queue storage has no slots"),
             Self::TooLarge { slots } => {
-                write!(f, "mpmc queue storage of {slots} slots is too large to index")
+                write!(
+                    f,
+                    "mpmc queue storage of {slots} slots is too large to index"
+                )
             }
         }
     }

@@ -93,27 +93,39 @@ impl<T> fmt::Debug for MpmcSlot<T> {
 /// scheduler.
 #[derive(Debug)]
 pub(super) struct Backoff {
+    /// Spins `2^step` times on the next call.
+    #[cfg(not(dinah_loom))]
     step: u32,
 }
 
 /// Spins at most `2^SPIN_LIMIT` times per call.
 #[cfg(not(dinah_loom))]
 const SPIN_LIMIT: u32 = 6;
-#[cfg(dinah_loom)]
-const SPIN_LIMIT: u32 = 0;
 
 impl Backoff {
+    #[cfg(not(dinah_loom))]
     pub(super) const fn new() -> Self {
         Self { step: 0 }
     }
 
+    #[cfg(dinah_loom)]
+    pub(super) const fn new() -> Self {
+        Self {}
+    }
+
+    #[cfg(not(dinah_loom))]
     pub(super) fn spin(&mut self) {
-        for _ in 0..1_u32 << self.step.min(SPIN_LIMIT) {
+        for _ in 0..1_u32 << self.step {
             spin_loop();
         }
         if self.step < SPIN_LIMIT {
             self.step += 1;
         }
+    }
+
+    #[cfg(dinah_loom)]
+    pub(super) fn spin(&mut self) {
+        spin_loop();
     }
 }
 

@@ -4,7 +4,7 @@
 use core::iter::FusedIterator;
 
 use super::error_text::check_utf8;
-use super::header::check_segment_len;
+use super::shape::check_segment_len;
 use super::{DecodeContext, HEADER_LEN, Header, LENGTH_ENTRY_LEN, MessageKind, ProtocolError};
 use crate::ProtocolLimits;
 

@@ -52,12 +52,23 @@ impl fmt::Display for CodecError {
         match self {
             Self::MissingSegment { index } => write!(f, "payload segment {index} is missing"),
             Self::TrailingSegments { extra } => write!(f, "payload has {extra} unread segment(s)"),
-            Self::SegmentLength { index, expected, actual } => {
-                write!(f, "payload segment {index} has {actual} bytes, expected {expected}")
+            Self::SegmentLength {
+                index,
+                expected,
+                actual,
+            } => {
+                write!(
+                    f,
+                    "payload segment {index} has {actual} bytes, expected {expected}"
+                )
             }
             Self::InvalidUtf8 { index } => write!(f, "payload segment {index} is not utf-8"),
-            Self::InvalidTag { index, value } => write!(f, "payload segment {index} has invalid tag {value}"),
-            Self::InvalidChar { index } => write!(f, "payload segment {index} is not a unicode scalar value"),
+            Self::InvalidTag { index, value } => {
+                write!(f, "payload segment {index} has invalid tag {value}")
+            }
+            Self::InvalidChar { index } => {
+                write!(f, "payload segment {index} is not a unicode scalar value")
+            }
         }
     }
 }
@@ -100,7 +111,9 @@ impl ActionError {
 impl fmt::Debug for ActionError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // The length, not the text: user text may be large or sensitive.
-        f.debug_struct("ActionError").field("text_len", &self.text.len()).finish()
+        f.debug_struct("ActionError")
+            .field("text_len", &self.text.len())
+            .finish()
     }
 }
 

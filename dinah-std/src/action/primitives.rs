@@ -45,11 +45,11 @@ macro_rules! numeric {
                 const SIZE: usize = size_of::<$ty>();
                 let index = input.position();
                 let segment = input.next_segment()?;
-                if segment.len() % SIZE != 0 {
+                let chunks = segment.chunks_exact(SIZE);
+                if !chunks.remainder().is_empty() {
                     return Err(CodecError::SegmentLength { index, expected: SIZE, actual: segment.len() });
                 }
-                Ok(segment
-                    .chunks_exact(SIZE)
+                Ok(chunks
                     .map(|chunk| {
                         let mut bytes = [0u8; SIZE];
                         bytes.copy_from_slice(chunk);
@@ -95,7 +95,8 @@ impl WireValue for char {
 
     fn decode(input: &mut SegmentReader<'_>) -> Result<Self, CodecError> {
         let index = input.position();
-        char::from_u32(u32::from_le_bytes(input.next_array()?)).ok_or(CodecError::InvalidChar { index })
+        char::from_u32(u32::from_le_bytes(input.next_array()?))
+            .ok_or(CodecError::InvalidChar { index })
     }
 }
 
@@ -122,7 +123,9 @@ impl WireValue for String {
     fn decode(input: &mut SegmentReader<'_>) -> Result<Self, CodecError> {
         let index = input.position();
         let segment = input.next_segment()?;
-        std::str::from_utf8(segment).map(str::to_owned).map_err(|_| CodecError::InvalidUtf8 { index })
+        std::str::from_utf8(segment)
+            .map(str::to_owned)
+            .map_err(|_| CodecError::InvalidUtf8 { index })
     }
 }
 
@@ -233,22 +236,45 @@ mod tests {
 
     #[test]
     fn bad_segments_are_typed_errors() {
-        assert_eq!(decode_from::<u64>(&[]), Err(CodecError::MissingSegment { index: 0 }));
+        assert_eq!(
+            decode_from::<u64>(&[]),
+            Err(CodecError::MissingSegment { index: 0 })
+        );
         assert_eq!(
             decode_from::<u64>(&[&[1, 2, 3]]),
-            Err(CodecError::SegmentLength { index: 0, expected: 8, actual: 3 })
+            Err(CodecError::SegmentLength {
+                index: 0,
+                expected: 8,
+                actual: 3
+            })
         );
-        assert_eq!(decode_from::<u8>(&[&[1], &[2]]), Err(CodecError::TrailingSegments { extra: 1 }));
-        assert_eq!(decode_from::<bool>(&[&[2]]), Err(CodecError::InvalidTag { index: 0, value: 2 }));
-        assert_eq!(decode_from::<String>(&[&[0xff]]), Err(CodecError::InvalidUtf8 { index: 0 }));
+        assert_eq!(
+            decode_from::<u8>(&[&[1], &[2]]),
+            Err(CodecError::TrailingSegments { extra: 1 })
+        );
+        assert_eq!(
+            decode_from::<bool>(&[&[2]]),
+            Err(CodecError::InvalidTag { index: 0, value: 2 })
+        );
+        assert_eq!(
+            decode_from::<String>(&[&[0xff]]),
+            Err(CodecError::InvalidUtf8 { index: 0 })
+        );
         assert_eq!(
             decode_from::<char>(&[&0xd800u32.to_le_bytes()]),
             Err(CodecError::InvalidChar { index: 0 })
         );
         assert_eq!(
             decode_from::<Vec<u32>>(&[&[1, 2, 3, 4, 5]]),
-            Err(CodecError::SegmentLength { index: 0, expected: 4, actual: 5 })
+            Err(CodecError::SegmentLength {
+                index: 0,
+                expected: 4,
+                actual: 5
+            })
         );
-        assert_eq!(decode_from::<Option<u8>>(&[&[7]]), Err(CodecError::InvalidTag { index: 0, value: 7 }));
+        assert_eq!(
+            decode_from::<Option<u8>>(&[&[7]]),
+            Err(CodecError::InvalidTag { index: 0, value: 7 })
+        );
     }
 }

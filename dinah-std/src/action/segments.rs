@@ -66,7 +66,10 @@ impl SegmentWriter {
 
 impl fmt::Debug for SegmentWriter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SegmentWriter").field("segments", &self.ends.len()).field("bytes", &self.data.len()).finish()
+        f.debug_struct("SegmentWriter")
+            .field("segments", &self.ends.len())
+            .field("bytes", &self.data.len())
+            .finish()
     }
 }
 
@@ -79,7 +82,10 @@ pub struct SegmentReader<'a> {
 
 enum Source<'a> {
     Frame(Segments<'a>),
-    Writer { writer: &'a SegmentWriter, next: usize },
+    Writer {
+        writer: &'a SegmentWriter,
+        next: usize,
+    },
 }
 
 impl<'a> Iterator for Source<'a> {
@@ -90,7 +96,11 @@ impl<'a> Iterator for Source<'a> {
             Self::Frame(segments) => segments.next(),
             Self::Writer { writer, next } => {
                 let end = *writer.ends.get(*next)?;
-                let start = if *next == 0 { 0 } else { writer.ends[*next - 1] };
+                let start = if *next == 0 {
+                    0
+                } else {
+                    writer.ends[*next - 1]
+                };
                 *next += 1;
                 Some(&writer.data[start..end])
             }
@@ -101,12 +111,18 @@ impl<'a> Iterator for Source<'a> {
 impl<'a> SegmentReader<'a> {
     /// A reader over the segments of a received frame.
     pub fn from_frame(segments: Segments<'a>) -> Self {
-        Self { source: Source::Frame(segments), taken: 0 }
+        Self {
+            source: Source::Frame(segments),
+            taken: 0,
+        }
     }
 
     /// A reader over what `writer` holds (local calls, tests).
     pub fn from_writer(writer: &'a SegmentWriter) -> Self {
-        Self { source: Source::Writer { writer, next: 0 }, taken: 0 }
+        Self {
+            source: Source::Writer { writer, next: 0 },
+            taken: 0,
+        }
     }
 
     /// The next segment.
@@ -132,7 +148,11 @@ impl<'a> SegmentReader<'a> {
     pub fn next_array<const N: usize>(&mut self) -> Result<[u8; N], CodecError> {
         let index = self.taken;
         let segment = self.next_segment()?;
-        segment.try_into().map_err(|_| CodecError::SegmentLength { index, expected: N, actual: segment.len() })
+        segment.try_into().map_err(|_| CodecError::SegmentLength {
+            index,
+            expected: N,
+            actual: segment.len(),
+        })
     }
 
     /// Segments read so far.
@@ -147,12 +167,18 @@ impl<'a> SegmentReader<'a> {
     /// [`CodecError::TrailingSegments`] if some are left.
     pub fn finish(mut self) -> Result<(), CodecError> {
         let extra = self.source.by_ref().count();
-        if extra == 0 { Ok(()) } else { Err(CodecError::TrailingSegments { extra }) }
+        if extra == 0 {
+            Ok(())
+        } else {
+            Err(CodecError::TrailingSegments { extra })
+        }
     }
 }
 
 impl fmt::Debug for SegmentReader<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SegmentReader").field("position", &self.taken).finish_non_exhaustive()
+        f.debug_struct("SegmentReader")
+            .field("position", &self.taken)
+            .finish_non_exhaustive()
     }
 }

@@ -51,8 +51,11 @@ pub struct DomainConfig {
     pub workers: NonZeroUsize,
     /// Jobs that may wait while every worker is busy.
     pub queue_capacity: NonZeroUsize,
-    /// How long a caller waiting for a result (a job handle, a batch)
-    /// spins before it parks. `Duration::ZERO` parks at once.
+    /// The longest a caller waiting for a result (a job handle, a batch)
+    /// spins before it parks. The domain shortens the spin while spinning
+    /// does not pay off (results keep arriving after it, for example on a
+    /// busy machine or for long batches) and probes the full length again
+    /// now and then. `Duration::ZERO` always parks at once.
     pub spin_before_park: Duration,
     /// The prefix of the worker thread names (`{name}-{index}`); `None`
     /// names them `dinah-domain-{id}-{index}`.

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use crossbeam_queue::ArrayQueue;
 use dinah_core::{
-    AtomicRuntimeState, DomainId, ProtocolLimits, RequestIdAllocator, RuntimeLimits, RuntimeMetrics, RuntimeState,
+    AtomicRuntimeState, DomainId, ProtocolLimits, RequestIdAllocator, RuntimeLimits,
+    RuntimeMetrics, RuntimeState,
 };
 
 use super::calls::Calls;
@@ -41,7 +42,11 @@ pub struct RuntimeBuilder {
 }
 
 impl RuntimeBuilder {
-    pub(crate) fn new(run_id: u64, protocol: ProtocolLimits, limits: RuntimeLimits) -> Result<Self, BuildError> {
+    pub(crate) fn new(
+        run_id: u64,
+        protocol: ProtocolLimits,
+        limits: RuntimeLimits,
+    ) -> Result<Self, BuildError> {
         protocol.validate()?;
         limits.validate()?;
         Ok(Self {
@@ -63,7 +68,9 @@ impl RuntimeBuilder {
     /// [`BuildError::DomainLimit`] if `id` is already declared or this
     /// would exceed [`RuntimeLimits::max_domains`].
     pub fn domain(&mut self, id: DomainId, workers: NonZeroUsize) -> Result<&mut Self, BuildError> {
-        if self.domains.iter().any(|(d, _)| *d == id) || self.domains.len() >= usize::from(self.limits.max_domains) {
+        if self.domains.iter().any(|(d, _)| *d == id)
+            || self.domains.len() >= usize::from(self.limits.max_domains)
+        {
             return Err(BuildError::DomainLimit { domain: id });
         }
         self.domains.push((id, workers));
@@ -89,7 +96,11 @@ impl RuntimeBuilder {
     ///
     /// As [`register`](Self::register); an undeclared domain is reported by
     /// [`hello`](Self::hello) and [`start`](Self::start).
-    pub fn register_in<A, F>(&mut self, domain: DomainId, handler: F) -> Result<&mut Self, BuildError>
+    pub fn register_in<A, F>(
+        &mut self,
+        domain: DomainId,
+        handler: F,
+    ) -> Result<&mut Self, BuildError>
     where
         A: Action,
         F: Fn(A) -> Result<A::Output, ActionError> + Send + Sync + 'static,
@@ -103,7 +114,11 @@ impl RuntimeBuilder {
     /// # Errors
     ///
     /// As [`register_in`](Self::register_in).
-    pub fn register_with_context<A, F>(&mut self, domain: DomainId, handler: F) -> Result<&mut Self, BuildError>
+    pub fn register_with_context<A, F>(
+        &mut self,
+        domain: DomainId,
+        handler: F,
+    ) -> Result<&mut Self, BuildError>
     where
         A: Action,
         F: Fn(A, &ActionContext<'_>) -> Result<A::Output, ActionError> + Send + Sync + 'static,
@@ -131,12 +146,20 @@ impl RuntimeBuilder {
     /// default domain if an action uses it and it was not declared.
     fn planned_domains(&self) -> Result<Vec<(DomainId, NonZeroUsize)>, BuildError> {
         let mut domains = self.domains.clone();
-        let uses_default = self.registry.iter().any(|e| e.registration.domain == DEFAULT_DOMAIN);
-        if (uses_default || domains.is_empty()) && !domains.iter().any(|(d, _)| *d == DEFAULT_DOMAIN) {
+        let uses_default = self
+            .registry
+            .iter()
+            .any(|e| e.registration.domain == DEFAULT_DOMAIN);
+        if (uses_default || domains.is_empty())
+            && !domains.iter().any(|(d, _)| *d == DEFAULT_DOMAIN)
+        {
             if domains.len() >= usize::from(self.limits.max_domains) {
-                return Err(BuildError::DomainLimit { domain: DEFAULT_DOMAIN });
+                return Err(BuildError::DomainLimit {
+                    domain: DEFAULT_DOMAIN,
+                });
             }
-            let workers = NonZeroUsize::new(usize::from(self.limits.workers_per_domain)).unwrap_or(NonZeroUsize::MIN);
+            let workers = NonZeroUsize::new(usize::from(self.limits.workers_per_domain))
+                .unwrap_or(NonZeroUsize::MIN);
             domains.push((DEFAULT_DOMAIN, workers));
         }
         for entry in self.registry.iter() {
@@ -173,7 +196,11 @@ impl RuntimeBuilder {
     /// [`BuildError::TransportMismatch`] if the handle was not sized by
     /// this builder's [`hello`](Self::hello); [`BuildError::Domain`] if a
     /// worker domain cannot start; the errors of `hello`.
-    pub fn start(self, handle: TransportHandle, driver: impl TransportDriver + 'static) -> Result<Runtime, BuildError> {
+    pub fn start(
+        self,
+        handle: TransportHandle,
+        driver: impl TransportDriver + 'static,
+    ) -> Result<Runtime, BuildError> {
         let domains = self.planned_domains()?;
         self.registry.fingerprint()?;
         if handle.config() != HandleConfig::from_limits(&self.limits) {
@@ -189,15 +216,23 @@ impl RuntimeBuilder {
         let mut started = Vec::with_capacity(domains.len());
         let mut queues = Vec::with_capacity(domains.len());
         for (id, workers) in domains {
-            let queue = NonZeroUsize::new(self.limits.max_action_queue as usize).unwrap_or(NonZeroUsize::MIN);
-            let config = DomainConfig::new(id, workers, queue)
-                .with_name(format!("dinah-{}-d{}", handle.rank().get(), id.get()));
+            let queue = NonZeroUsize::new(self.limits.max_action_queue as usize)
+                .unwrap_or(NonZeroUsize::MIN);
+            let config = DomainConfig::new(id, workers, queue).with_name(format!(
+                "dinah-{}-d{}",
+                handle.rank().get(),
+                id.get()
+            ));
             // A domain holds at most its queue plus one job per worker, so
             // a completion slot reserved at admission always exists.
-            let capacity = config.capacity().and_then(NonZeroUsize::new).unwrap_or(NonZeroUsize::MIN);
+            let capacity = config
+                .capacity()
+                .and_then(NonZeroUsize::new)
+                .unwrap_or(NonZeroUsize::MIN);
             let completions = Arc::new(Completions::new(capacity));
             completions.register_waker(&waker);
-            let domain = Domain::start(config, self.instrumentation.clone()).map_err(BuildError::Domain)?;
+            let domain =
+                Domain::start(config, self.instrumentation.clone()).map_err(BuildError::Domain)?;
             started.push((id, domain));
             queues.push((id, completions));
         }

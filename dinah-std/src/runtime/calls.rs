@@ -77,10 +77,25 @@ impl Calls {
     /// maximum: validated limits guarantee both).
     pub(crate) fn new(capacity: usize) -> Self {
         let storage: Box<[PendingSlot<u32>]> = (0..capacity).map(|_| PendingSlot::EMPTY).collect();
-        let pending = PendingTable::with_storage(storage).expect("validated limits size the pending table");
-        let slots = (0..capacity).map(|_| Slot { generation: 0, info: None, state: State::Vacant, canceller: None }).collect();
+        let pending =
+            PendingTable::with_storage(storage).expect("validated limits size the pending table");
+        let slots = (0..capacity)
+            .map(|_| Slot {
+                generation: 0,
+                info: None,
+                state: State::Vacant,
+                canceller: None,
+            })
+            .collect();
         let free = (0..capacity as u32).rev().collect();
-        Self { inner: Mutex::new(Inner { pending, slots, free }), capacity }
+        Self {
+            inner: Mutex::new(Inner {
+                pending,
+                slots,
+                free,
+            }),
+            capacity,
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -91,17 +106,29 @@ impl Calls {
 
     /// Records a new call with `deadline`.
     pub(crate) fn begin(&self, info: CallInfo, deadline: Instant) -> Result<Ticket, RuntimeError> {
-        let exhausted = RuntimeError::ResourceExhausted { limit: LimitField::MaxPendingCalls, side: Side::Local };
+        let exhausted = RuntimeError::ResourceExhausted {
+            limit: LimitField::MaxPendingCalls,
+            side: Side::Local,
+        };
         let mut inner = self.lock();
-        let Some(slot) = inner.free.pop() else { return Err(exhausted) };
-        if inner.pending.insert(info.call.request, deadline, slot).is_err() {
+        let Some(slot) = inner.free.pop() else {
+            return Err(exhausted);
+        };
+        if inner
+            .pending
+            .insert(info.call.request, deadline, slot)
+            .is_err()
+        {
             inner.free.push(slot);
             return Err(exhausted);
         }
         let entry = &mut inner.slots[slot as usize];
         entry.info = Some(info);
         entry.state = State::Waiting(None);
-        Ok(Ticket { slot, generation: entry.generation })
+        Ok(Ticket {
+            slot,
+            generation: entry.generation,
+        })
     }
 
     /// Polls the call: its outcome once it finished (freeing the slot),
@@ -124,7 +151,8 @@ impl Calls {
                 Poll::Pending
             }
             State::Ready(_) => {
-                let State::Ready(outcome) = std::mem::replace(&mut entry.state, State::Vacant) else {
+                let State::Ready(outcome) = std::mem::replace(&mut entry.state, State::Vacant)
+                else {
                     unreachable!("matched Ready above")
                 };
                 Self::release(&mut inner, ticket.slot);
@@ -187,10 +215,9 @@ impl Calls {
     /// Is the call still waiting for its outcome?
     pub(crate) fn is_waiting(&self, ticket: Ticket) -> bool {
         let inner = self.lock();
-        inner
-            .slots
-            .get(ticket.slot as usize)
-            .is_some_and(|entry| entry.generation == ticket.generation && matches!(entry.state, State::Waiting(_)))
+        inner.slots.get(ticket.slot as usize).is_some_and(|entry| {
+            entry.generation == ticket.generation && matches!(entry.state, State::Waiting(_))
+        })
     }
 
     /// Finishes `request` with the outcome `make` builds from its identity.
@@ -234,10 +261,14 @@ impl Calls {
         {
             let mut inner = self.lock();
             for _ in 0..max {
-                let Some((_, slot)) = inner.pending.pop_expired(now) else { break };
+                let Some((_, slot)) = inner.pending.pop_expired(now) else {
+                    break;
+                };
                 let entry = &mut inner.slots[slot as usize];
                 let info = entry.info.expect("a pending slot has its call");
-                let error = RuntimeError::DeadlineExceeded { after: info.deadline_after };
+                let error = RuntimeError::DeadlineExceeded {
+                    after: info.deadline_after,
+                };
                 wakers.extend(Self::finish(entry, CallOutcome::Failed(error)));
                 cancellers.extend(entry.canceller.take());
                 expired.push(info);
@@ -256,7 +287,11 @@ impl Calls {
 
     /// Fails every pending call with the error `make` builds, appending
     /// their identities to `failed`; returns how many.
-    pub(crate) fn fail_all(&self, make: impl Fn(&CallInfo) -> RuntimeError, failed: &mut Vec<CallInfo>) -> usize {
+    pub(crate) fn fail_all(
+        &self,
+        make: impl Fn(&CallInfo) -> RuntimeError,
+        failed: &mut Vec<CallInfo>,
+    ) -> usize {
         self.fail_where(|_| true, make, failed)
     }
 
@@ -315,7 +350,10 @@ impl Calls {
 
 impl std::fmt::Debug for Calls {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Calls").field("pending", &self.pending()).field("capacity", &self.capacity).finish()
+        f.debug_struct("Calls")
+            .field("pending", &self.pending())
+            .field("capacity", &self.capacity)
+            .finish()
     }
 }
 
@@ -359,12 +397,21 @@ mod tests {
         let mut cx = Context::from_waker(&waker);
         let ticket = calls.begin(info(1, peer(1)), Instant::MAX).unwrap();
         assert!(calls.poll(ticket, &mut cx).is_pending());
-        calls.complete(RequestId::new(1).unwrap(), |_| CallOutcome::Failed(RuntimeError::Cancelled)).unwrap();
+        calls
+            .complete(RequestId::new(1).unwrap(), |_| {
+                CallOutcome::Failed(RuntimeError::Cancelled)
+            })
+            .unwrap();
         assert_eq!(counter.0.load(Ordering::SeqCst), 1);
-        assert!(matches!(calls.poll(ticket, &mut cx), Poll::Ready(CallOutcome::Failed(RuntimeError::Cancelled))));
+        assert!(matches!(
+            calls.poll(ticket, &mut cx),
+            Poll::Ready(CallOutcome::Failed(RuntimeError::Cancelled))
+        ));
         assert_eq!(calls.in_use(), 0);
         // A late result is reported, never resurrecting the call.
-        let late = calls.complete(RequestId::new(1).unwrap(), |_| CallOutcome::Failed(RuntimeError::Cancelled));
+        let late = calls.complete(RequestId::new(1).unwrap(), |_| {
+            CallOutcome::Failed(RuntimeError::Cancelled)
+        });
         assert!(late.is_err());
     }
 
@@ -375,7 +422,10 @@ mod tests {
         let error = calls.begin(info(2, peer(1)), Instant::MAX).unwrap_err();
         assert!(matches!(
             error,
-            RuntimeError::ResourceExhausted { limit: LimitField::MaxPendingCalls, side: Side::Local }
+            RuntimeError::ResourceExhausted {
+                limit: LimitField::MaxPendingCalls,
+                side: Side::Local
+            }
         ));
     }
 
@@ -395,8 +445,12 @@ mod tests {
     fn expiry_and_peer_failure_fail_exactly_the_right_calls() {
         let calls = Calls::new(4);
         let now = Instant::from_nanos(100);
-        calls.begin(info(1, peer(1)), Instant::from_nanos(50)).unwrap();
-        calls.begin(info(2, peer(2)), Instant::from_nanos(500)).unwrap();
+        calls
+            .begin(info(1, peer(1)), Instant::from_nanos(50))
+            .unwrap();
+        calls
+            .begin(info(2, peer(2)), Instant::from_nanos(500))
+            .unwrap();
         calls.begin(info(3, peer(2)), Instant::MAX).unwrap();
         let mut expired = Vec::new();
         calls.expire(now, 10, &mut expired);

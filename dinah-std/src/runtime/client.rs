@@ -32,7 +32,10 @@ pub struct SpawnOptions {
 impl SpawnOptions {
     /// Options with this deadline.
     pub fn deadline(deadline: Duration) -> Self {
-        Self { deadline: Some(deadline), trace: None }
+        Self {
+            deadline: Some(deadline),
+            trace: None,
+        }
     }
 
     /// These options with a trace ID.
@@ -64,6 +67,20 @@ impl RuntimeClient {
         self.shared.world
     }
 
+    /// The runtime's event counters now (readable from any thread).
+    pub fn metrics(&self) -> dinah_core::MetricsSnapshot {
+        self.shared.metrics.snapshot()
+    }
+
+    /// Cancellations this rank has received from peers since the start
+    /// (for calls queued, running or not yet seen here).
+    pub fn cancels_received(&self) -> u64 {
+        self.shared
+            .counters
+            .cancels_received
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Calls `action` on `rank` with the default deadline.
     ///
     /// The call is issued now (and fails fast, through the future, if a
@@ -74,14 +91,24 @@ impl RuntimeClient {
     }
 
     /// Calls `action` on `rank` with `options`.
-    pub fn spawn_on_with<A: Action>(&self, rank: Rank, action: A, options: SpawnOptions) -> RemoteFuture<A::Output> {
+    pub fn spawn_on_with<A: Action>(
+        &self,
+        rank: Rank,
+        action: A,
+        options: SpawnOptions,
+    ) -> RemoteFuture<A::Output> {
         match self.issue(rank, action, options) {
             Ok(ticket) => RemoteFuture::pending(Arc::clone(&self.shared), ticket),
             Err(error) => RemoteFuture::failed(error),
         }
     }
 
-    fn issue<A: Action>(&self, rank: Rank, action: A, options: SpawnOptions) -> Result<Ticket, RuntimeError> {
+    fn issue<A: Action>(
+        &self,
+        rank: Rank,
+        action: A,
+        options: SpawnOptions,
+    ) -> Result<Ticket, RuntimeError> {
         let shared = &*self.shared;
         let state = shared.state.load();
         if state != RuntimeState::Running {
@@ -90,19 +117,39 @@ impl RuntimeClient {
         if !shared.world.contains(rank) {
             return Err(RuntimeError::NoSuchRank { rank });
         }
-        let action_id = ActionId::new(A::ID).map_err(|_| RuntimeError::UnknownAction { action: ActionId::MIN })?;
+        let action_id = ActionId::new(A::ID).map_err(|_| RuntimeError::UnknownAction {
+            action: ActionId::MIN,
+        })?;
         let Some(entry) = shared.registry.get(action_id) else {
             return Err(RuntimeError::UnknownAction { action: action_id });
         };
         let after = options.deadline.unwrap_or(shared.limits.default_deadline);
-        let relative = RelativeDeadline::from_duration(after).ok_or(RuntimeError::InvalidDeadline)?;
-        let deadline = shared.clock.now().checked_add(after).ok_or(RuntimeError::InvalidDeadline)?;
-        let request = shared.request_ids.allocate().map_err(|_| RuntimeError::ResourceExhausted {
-            limit: LimitField::MaxPendingCalls,
-            side: Side::Local,
-        })?;
-        let call = Call { request, action: action_id, domain: entry.registration.domain, trace: options.trace };
-        let info = CallInfo { peer: rank, call, deadline_after: after };
+        let relative =
+            RelativeDeadline::from_duration(after).ok_or(RuntimeError::InvalidDeadline)?;
+        let deadline = shared
+            .clock
+            .now()
+            .checked_add(after)
+            .ok_or(RuntimeError::InvalidDeadline)?;
+        let request =
+            shared
+                .request_ids
+                .allocate()
+                .map_err(|_| RuntimeError::ResourceExhausted {
+                    limit: LimitField::MaxPendingCalls,
+                    side: Side::Local,
+                })?;
+        let call = Call {
+            request,
+            action: action_id,
+            domain: entry.registration.domain,
+            trace: options.trace,
+        };
+        let info = CallInfo {
+            peer: rank,
+            call,
+            deadline_after: after,
+        };
         if rank == shared.rank {
             return self.issue_local(info, deadline, action);
         }
@@ -111,7 +158,8 @@ impl RuntimeClient {
         }
         let mut input = SegmentWriter::new();
         action.encode(&mut input).map_err(RuntimeError::Codec)?;
-        let frame = frames::request(shared.rank, call, relative, &input, &shared.protocol).map_err(frames::encode_error)?;
+        let frame = frames::request(shared.rank, call, relative, &input, &shared.protocol)
+            .map_err(frames::encode_error)?;
         let ticket = shared.calls.begin(info, deadline)?;
         match shared.send(rank, Channel::Action, frame) {
             Ok(()) => {
@@ -122,15 +170,19 @@ impl RuntimeClient {
                 // Never sent: forget the call without a cancellation.
                 let _ = shared.calls.abandon(ticket);
                 Err(match refused.kind() {
-                    SendErrorKind::QueueFull { .. } => {
-                        RuntimeError::ResourceExhausted { limit: LimitField::MaxSendTickets, side: Side::Local }
-                    }
-                    SendErrorKind::RetainedBytes { .. } => {
-                        RuntimeError::ResourceExhausted { limit: LimitField::MaxRetainedBytes, side: Side::Local }
-                    }
+                    SendErrorKind::QueueFull { .. } => RuntimeError::ResourceExhausted {
+                        limit: LimitField::MaxSendTickets,
+                        side: Side::Local,
+                    },
+                    SendErrorKind::RetainedBytes { .. } => RuntimeError::ResourceExhausted {
+                        limit: LimitField::MaxRetainedBytes,
+                        side: Side::Local,
+                    },
                     SendErrorKind::PeerDown { .. } => transport_down(shared, rank),
                     SendErrorKind::NoSuchRank { .. } => RuntimeError::NoSuchRank { rank },
-                    _ => RuntimeError::State { state: shared.state.load() },
+                    _ => RuntimeError::State {
+                        state: shared.state.load(),
+                    },
                 })
             }
         }
@@ -146,7 +198,11 @@ impl RuntimeClient {
     ) -> Result<Ticket, RuntimeError> {
         let shared = &*self.shared;
         let call = info.call;
-        let entry = shared.registry.get(call.action).expect("checked by the caller").clone();
+        let entry = shared
+            .registry
+            .get(call.action)
+            .expect("checked by the caller")
+            .clone();
         let ticket = shared.calls.begin(info, deadline)?;
         let client = self.clone();
         let origin = shared.rank;
@@ -161,27 +217,46 @@ impl RuntimeClient {
             };
             match entry.handler.run_local(Box::new(action), &ctx) {
                 Ok(output) => Ok(JobOutput::Value(output)),
-                Err(HandlerError::User(error)) => Err(JobFailure { code: ErrorCode::UserFailure, text: error.into_text() }),
-                Err(HandlerError::Codec(error)) => {
-                    Err(JobFailure { code: ErrorCode::ProtocolViolation, text: error.to_string() })
-                }
+                Err(HandlerError::User(error)) => Err(JobFailure {
+                    code: ErrorCode::UserFailure,
+                    text: error.into_text(),
+                }),
+                Err(HandlerError::Codec(error)) => Err(JobFailure {
+                    code: ErrorCode::ProtocolViolation,
+                    text: error.to_string(),
+                }),
             }
         };
-        let key = JobKey::Local { request: call.request };
+        let key = JobKey::Local {
+            request: call.request,
+        };
         let completions = shared.completions.of(call.domain);
-        let submitted = completions
-            .and_then(|completions| shared.domains.with(call.domain, |domain| domain.try_submit_to(completions, key, job)));
+        let submitted = completions.and_then(|completions| {
+            shared.domains.with(call.domain, |domain| {
+                domain
+                    .try_submit_to(completions, key, job)
+                    .map_err(|refusal| {
+                        matches!(
+                            refusal,
+                            TrySubmitError::Full(_) | TrySubmitError::CompletionsFull(_)
+                        )
+                    })
+            })
+        });
         let refusal = match submitted {
             Some(Ok(canceller)) => {
                 shared.metrics.record_submitted();
                 shared.calls.attach_canceller(ticket, canceller);
                 return Ok(ticket);
             }
-            Some(Err(TrySubmitError::Full(_) | TrySubmitError::CompletionsFull(_))) => {
-                RuntimeError::ResourceExhausted { limit: LimitField::MaxActionQueue, side: Side::Local }
-            }
-            Some(Err(_)) => RuntimeError::ShuttingDown,
-            None => RuntimeError::UnknownDomain { domain: call.domain },
+            Some(Err(true)) => RuntimeError::ResourceExhausted {
+                limit: LimitField::MaxActionQueue,
+                side: Side::Local,
+            },
+            Some(Err(false)) => RuntimeError::ShuttingDown,
+            None => RuntimeError::UnknownDomain {
+                domain: call.domain,
+            },
         };
         let _ = shared.calls.abandon(ticket);
         Err(refusal)
@@ -190,8 +265,14 @@ impl RuntimeClient {
 
 /// The error for a call to a peer the transport reports down.
 pub(crate) fn transport_down(shared: &Shared, peer: Rank) -> RuntimeError {
-    let reason = shared.handle.down_reason(peer).unwrap_or(DownReason::LocalClose);
-    RuntimeError::Transport { peer, error: TransportError::PeerDown { peer, reason } }
+    let reason = shared
+        .handle
+        .down_reason(peer)
+        .unwrap_or(DownReason::LocalClose);
+    RuntimeError::Transport {
+        peer,
+        error: TransportError::PeerDown { peer, reason },
+    }
 }
 
 impl fmt::Debug for RuntimeClient {

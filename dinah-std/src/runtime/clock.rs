@@ -15,7 +15,9 @@ pub struct StdClock {
 impl StdClock {
     /// A clock whose epoch is now.
     pub fn new() -> Self {
-        Self { epoch: StdInstant::now() }
+        Self {
+            epoch: StdInstant::now(),
+        }
     }
 
     /// The `std` instant corresponding to `instant` on this clock.

@@ -4,7 +4,9 @@ use std::fmt;
 use std::time::Duration;
 
 use dinah_core::wire::{ErrorCode, ProtocolError};
-use dinah_core::{ActionId, DomainId, FingerprintError, LimitField, LimitsError, Rank, RuntimeState};
+use dinah_core::{
+    ActionId, DomainId, FingerprintError, LimitField, LimitsError, Rank, RuntimeState,
+};
 
 use crate::action::CodecError;
 use crate::domain::DomainStartError;
@@ -124,20 +126,38 @@ pub enum RuntimeError {
 
 impl RuntimeError {
     /// The error a caller sees for an error frame with `code` and `text`.
-    pub(crate) fn from_wire(code: ErrorCode, text: &str, action: ActionId, domain: DomainId, after: Duration) -> Self {
+    pub(crate) fn from_wire(
+        code: ErrorCode,
+        text: &str,
+        action: ActionId,
+        domain: DomainId,
+        after: Duration,
+    ) -> Self {
         match code {
             ErrorCode::UnknownAction => Self::UnknownAction { action },
             ErrorCode::UnknownDomain => Self::UnknownDomain { domain },
-            ErrorCode::UserFailure => Self::Remote { kind: FailureKind::Returned, text: text.to_owned() },
-            ErrorCode::HandlerPanicked => Self::Remote { kind: FailureKind::Panicked, text: text.to_owned() },
+            ErrorCode::UserFailure => Self::Remote {
+                kind: FailureKind::Returned,
+                text: text.to_owned(),
+            },
+            ErrorCode::HandlerPanicked => Self::Remote {
+                kind: FailureKind::Panicked,
+                text: text.to_owned(),
+            },
             ErrorCode::Cancelled => Self::Cancelled,
             ErrorCode::DeadlineExceeded => Self::DeadlineExceeded { after },
-            ErrorCode::ResourceExhausted { limit } => Self::ResourceExhausted { limit, side: Side::Remote },
+            ErrorCode::ResourceExhausted { limit } => Self::ResourceExhausted {
+                limit,
+                side: Side::Remote,
+            },
             ErrorCode::DuplicateResultUnavailable => Self::DuplicateResultUnavailable,
             ErrorCode::ShuttingDown => Self::ShuttingDown,
             // ProtocolViolation and codes added later: the peer rejected
             // our frame.
-            _ => Self::Remote { kind: FailureKind::Codec, text: text.to_owned() },
+            _ => Self::Remote {
+                kind: FailureKind::Codec,
+                text: text.to_owned(),
+            },
         }
     }
 }
@@ -146,16 +166,33 @@ impl fmt::Display for RuntimeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Protocol { peer, error } => write!(f, "invalid frame from {peer}: {error}"),
-            Self::MismatchedReply { peer } => write!(f, "reply from {peer} does not match the call"),
+            Self::MismatchedReply { peer } => {
+                write!(f, "reply from {peer} does not match the call")
+            }
             Self::UnknownAction { action } => write!(f, "{action} is not registered on the target"),
             Self::UnknownDomain { domain } => write!(f, "{domain} does not exist on the target"),
-            Self::Remote { kind: FailureKind::Returned, text } => write!(f, "remote handler failed: {text}"),
-            Self::Remote { kind: FailureKind::Panicked, text } => write!(f, "remote handler panicked: {text}"),
-            Self::Remote { kind: FailureKind::Codec, text } => write!(f, "remote side rejected the call: {text}"),
+            Self::Remote {
+                kind: FailureKind::Returned,
+                text,
+            } => write!(f, "remote handler failed: {text}"),
+            Self::Remote {
+                kind: FailureKind::Panicked,
+                text,
+            } => write!(f, "remote handler panicked: {text}"),
+            Self::Remote {
+                kind: FailureKind::Codec,
+                text,
+            } => write!(f, "remote side rejected the call: {text}"),
             Self::Cancelled => f.write_str("call was cancelled"),
-            Self::DeadlineExceeded { after } => write!(f, "call exceeded its deadline of {after:?}"),
-            Self::ResourceExhausted { limit, side } => write!(f, "{side} resource exhausted: {limit}"),
-            Self::DuplicateResultUnavailable => f.write_str("duplicate request's result was not retained"),
+            Self::DeadlineExceeded { after } => {
+                write!(f, "call exceeded its deadline of {after:?}")
+            }
+            Self::ResourceExhausted { limit, side } => {
+                write!(f, "{side} resource exhausted: {limit}")
+            }
+            Self::DuplicateResultUnavailable => {
+                f.write_str("duplicate request's result was not retained")
+            }
             Self::Transport { peer, error } => write!(f, "transport to {peer} failed: {error}"),
             Self::TransportFailed(error) => write!(f, "transport failed: {error}"),
             Self::ShuttingDown => f.write_str("target is shutting down"),
@@ -223,9 +260,13 @@ impl fmt::Display for BuildError {
             Self::DuplicateAction { action } => write!(f, "{action} is registered twice"),
             Self::Fingerprint(error) => write!(f, "registry cannot be fingerprinted: {error}"),
             Self::UnknownDomain { domain } => write!(f, "{domain} was not declared"),
-            Self::DomainLimit { domain } => write!(f, "{domain} is declared twice or exceeds max_domains"),
+            Self::DomainLimit { domain } => {
+                write!(f, "{domain} is declared twice or exceeds max_domains")
+            }
             Self::Domain(error) => write!(f, "worker domain failed to start: {error}"),
-            Self::TransportMismatch => f.write_str("transport does not match the runtime's hello or limits"),
+            Self::TransportMismatch => {
+                f.write_str("transport does not match the runtime's hello or limits")
+            }
             Self::State { state } => write!(f, "runtime cannot start from state {state:?}"),
         }
     }

@@ -1,6 +1,9 @@
 //! Encoding the runtime's frames.
 
-use dinah_core::wire::{Call, ErrorCode, Header, Message, ProtocolError, RelativeDeadline, encode_frame, truncate_error_text};
+use dinah_core::wire::{
+    Call, ErrorCode, Header, Message, ProtocolError, RelativeDeadline, encode_frame,
+    truncate_error_text,
+};
 use dinah_core::{LimitField, ProtocolLimits, Rank};
 
 use super::error::{RuntimeError, Side};
@@ -56,7 +59,13 @@ pub(crate) fn request(
 
 /// An error frame; the text is cut to what `limits` allow. Never fails:
 /// an error frame with a valid text always fits valid limits.
-pub(crate) fn error(origin: Rank, call: Call, code: ErrorCode, text: &str, limits: &ProtocolLimits) -> Vec<u8> {
+pub(crate) fn error(
+    origin: Rank,
+    call: Call,
+    code: ErrorCode,
+    text: &str,
+    limits: &ProtocolLimits,
+) -> Vec<u8> {
     let text = truncate_error_text(text, limits.max_error_text_bytes as usize);
     let segments = [text.as_bytes()];
     let header = Header::new(origin, Message::Error { call, code }, &segments, limits)
@@ -66,7 +75,8 @@ pub(crate) fn error(origin: Rank, call: Call, code: ErrorCode, text: &str, limit
 
 /// A cancel frame (no payload).
 pub(crate) fn cancel(origin: Rank, call: Call) -> Vec<u8> {
-    let header = Header::without_payload(origin, Message::Cancel { call }).expect("a cancel has no payload");
+    let header =
+        Header::without_payload(origin, Message::Cancel { call }).expect("a cancel has no payload");
     encode::<&[u8]>(&header, &[]).expect("the buffer is sized from the header")
 }
 
@@ -78,5 +88,8 @@ pub(crate) fn encode_error(error: ProtocolError) -> RuntimeError {
         ProtocolError::ErrorTextTooLong { .. } => LimitField::MaxErrorTextBytes,
         _ => LimitField::MaxFrameBytes,
     };
-    RuntimeError::ResourceExhausted { limit, side: Side::Local }
+    RuntimeError::ResourceExhausted {
+        limit,
+        side: Side::Local,
+    }
 }

@@ -6,16 +6,24 @@ use std::sync::Arc;
 
 use dinah_core::wire::{Call, Channel, ErrorCode};
 use dinah_core::{
-    Admission, CancelOutcome, Completion as DedupCompletion, DedupKey, DedupSlot, DedupTable, Instant, LimitField,
-    Rank, TaskFailureKind, TaskOutcome,
+    Admission, CancelOutcome, Completion as DedupCompletion, DedupKey, DedupSlot, DedupTable,
+    Instant, LimitField, Rank, TaskFailureKind, TaskOutcome,
 };
 
+use super::RuntimeClient;
 use super::frames;
 use super::registry::{ActionContext, HandlerError};
 use super::shared::{JobFailure, JobKey, JobOutput, Shared};
-use super::RuntimeClient;
 use crate::action::{SegmentReader, SegmentWriter};
 use crate::domain::{Completion, JobCanceller, JobContext, TrySubmitError};
+
+/// Why a request was not admitted.
+enum Refusal {
+    /// At or below its origin's eviction watermark.
+    Stale,
+    /// Every dedup entry is running.
+    Full,
+}
 
 /// Owner-thread state for requests from peers.
 pub(crate) struct Receiver {
@@ -29,13 +37,22 @@ pub(crate) struct Receiver {
     outbox_capacity: usize,
     /// Requests from peers admitted for execution since the start.
     served: u64,
+    /// Per origin rank: the highest request ID whose finished entry was
+    /// evicted early because the table was full. Request IDs are
+    /// monotonic per origin, so any request at or below it that is not in
+    /// the table is refused (never executed): the retained window shrinks
+    /// under pressure, but no duplicate ever runs.
+    evicted_upto: Box<[u64]>,
+    /// Finished entries evicted before their TTL under pressure.
+    pressure_evictions: u64,
 }
 
 impl Receiver {
     pub(crate) fn new(shared: &Shared) -> Self {
         let entries = shared.limits.max_dedup_entries as usize;
         let storage: Box<[DedupSlot]> = vec![DedupSlot::EMPTY; entries].into_boxed_slice();
-        let dedup = DedupTable::from_limits(storage, &shared.limits).expect("validated limits size the dedup table");
+        let dedup = DedupTable::from_limits(storage, &shared.limits)
+            .expect("validated limits size the dedup table");
         let outbox_capacity = shared.limits.completion_capacity().unwrap_or(u32::MAX) as usize
             + shared.limits.max_send_tickets as usize;
         Self {
@@ -45,6 +62,44 @@ impl Receiver {
             outbox: VecDeque::with_capacity(outbox_capacity.min(1 << 16)),
             outbox_capacity,
             served: 0,
+            evicted_upto: vec![0; shared.world.get() as usize].into_boxed_slice(),
+            pressure_evictions: 0,
+        }
+    }
+
+    /// Finished dedup entries evicted before their TTL because the table
+    /// was full.
+    pub(crate) fn pressure_evictions(&self) -> u64 {
+        self.pressure_evictions
+    }
+
+    /// Admits `key`, evicting the oldest finished entry when the table is
+    /// full (raising that origin's watermark), and refusing a request at
+    /// or below its origin's watermark.
+    fn admit(&mut self, key: DedupKey) -> Result<Admission, Refusal> {
+        loop {
+            match self.dedup.begin(key) {
+                Ok(Admission::Execute { slot })
+                    if key.id.get() <= self.evicted_upto[key.origin.index()] =>
+                {
+                    // Not in the table but at or below the watermark: it may
+                    // have run already. Never execute it.
+                    let _ = self.dedup.rollback(key);
+                    let _ = slot;
+                    return Err(Refusal::Stale);
+                }
+                Ok(admission) => return Ok(admission),
+                Err(_) => {
+                    let Some(evicted) = self.dedup.pop_expired(Instant::MAX) else {
+                        // Every entry is running: a true concurrency limit.
+                        return Err(Refusal::Full);
+                    };
+                    self.cache[evicted.slot] = None;
+                    let mark = &mut self.evicted_upto[evicted.key.origin.index()];
+                    *mark = (*mark).max(evicted.key.id.get());
+                    self.pressure_evictions += 1;
+                }
+            }
         }
     }
 
@@ -109,7 +164,9 @@ impl Receiver {
     pub(crate) fn flush(&mut self, shared: &Shared, max: usize) -> usize {
         let mut sent = 0;
         while sent < max {
-            let Some((to, frame)) = self.outbox.pop_front() else { break };
+            let Some((to, frame)) = self.outbox.pop_front() else {
+                break;
+            };
             match shared.send(to, Channel::Action, frame) {
                 Ok(()) => sent += 1,
                 Err(refused) => {
@@ -145,10 +202,16 @@ impl Receiver {
         let key = DedupKey::new(origin, call.request);
         if !shared.state.accepts_work() {
             // Not admitted, so not recorded: the caller may retry elsewhere.
-            self.reject(shared, origin, call, ErrorCode::ShuttingDown, "target is shutting down");
+            self.reject(
+                shared,
+                origin,
+                call,
+                ErrorCode::ShuttingDown,
+                "target is shutting down",
+            );
             return;
         }
-        let slot = match self.dedup.begin(key) {
+        let slot = match self.admit(key) {
             Ok(Admission::Execute { slot }) => slot,
             Ok(Admission::DuplicateRunning { .. }) => {
                 shared.metrics.record_duplicate_suppressed();
@@ -173,30 +236,77 @@ impl Receiver {
             }
             Ok(Admission::DuplicateCancelled { .. }) => {
                 shared.metrics.record_duplicate_suppressed();
-                self.reject(shared, origin, call, ErrorCode::Cancelled, "request was cancelled");
+                self.reject(
+                    shared,
+                    origin,
+                    call,
+                    ErrorCode::Cancelled,
+                    "request was cancelled",
+                );
                 return;
             }
-            Err(_) => {
-                let code = ErrorCode::ResourceExhausted { limit: LimitField::MaxDedupEntries };
-                self.reject(shared, origin, call, code, "dedup table full");
+            Err(Refusal::Stale) => {
+                shared.metrics.record_duplicate_suppressed();
+                let code = ErrorCode::DuplicateResultUnavailable;
+                self.reject(
+                    shared,
+                    origin,
+                    call,
+                    code,
+                    "request older than the retained window",
+                );
+                return;
+            }
+            Err(Refusal::Full) => {
+                let code = ErrorCode::ResourceExhausted {
+                    limit: LimitField::MaxDedupEntries,
+                };
+                self.reject(
+                    shared,
+                    origin,
+                    call,
+                    code,
+                    "dedup table full of running requests",
+                );
                 return;
             }
         };
         let Some(entry) = shared.registry.get(call.action).cloned() else {
-            self.finish_now(shared, key, origin, call, ErrorCode::UnknownAction, "action not registered", now);
+            self.finish_now(
+                shared,
+                key,
+                origin,
+                call,
+                ErrorCode::UnknownAction,
+                "action not registered",
+                now,
+            );
             return;
         };
         if entry.registration.domain != call.domain {
-            self.finish_now(shared, key, origin, call, ErrorCode::UnknownDomain, "action runs in another domain", now);
+            self.finish_now(
+                shared,
+                key,
+                origin,
+                call,
+                ErrorCode::UnknownDomain,
+                "action runs in another domain",
+                now,
+            );
             return;
         }
         let input = bytes;
-        let client = RuntimeClient { shared: Arc::clone(shared) };
+        let client = RuntimeClient {
+            shared: Arc::clone(shared),
+        };
         let (rank, protocol, world) = (shared.rank, shared.protocol, shared.world);
         let clock = Arc::clone(&shared.clock);
         let job = move |job: &JobContext<'_>| -> Result<JobOutput, JobFailure> {
             if clock.now() > deadline {
-                return Err(JobFailure { code: ErrorCode::DeadlineExceeded, text: "deadline passed before start".into() });
+                return Err(JobFailure {
+                    code: ErrorCode::DeadlineExceeded,
+                    text: "deadline passed before start".into(),
+                });
             }
             let ctx = ActionContext {
                 origin,
@@ -206,52 +316,96 @@ impl Receiver {
                 job: Some(job),
                 client: &client,
             };
-            let decode_ctx = dinah_core::wire::DecodeContext::new(Channel::Action, origin, world, protocol)
-                .map_err(|_| JobFailure { code: ErrorCode::ProtocolViolation, text: "bad origin".into() })?;
-            let frame = dinah_core::wire::decode_frame(&input, &decode_ctx)
-                .map_err(|error| JobFailure { code: ErrorCode::ProtocolViolation, text: error.to_string() })?;
-            let mut output = SegmentWriter::new();
-            match entry.handler.run_wire(SegmentReader::from_frame(frame.segments()), &ctx, &mut output) {
-                Ok(()) => frames::with_payload(rank, dinah_core::wire::Message::Result { call }, &output, &protocol)
-                    .map(JobOutput::Frame)
-                    .map_err(|error| JobFailure {
-                        code: ErrorCode::ResourceExhausted { limit: limit_of(&frames::encode_error(error)) },
-                        text: "result does not fit the protocol limits".into(),
-                    }),
-                Err(HandlerError::User(error)) => Err(JobFailure { code: ErrorCode::UserFailure, text: error.into_text() }),
-                Err(HandlerError::Codec(error)) => {
-                    Err(JobFailure { code: ErrorCode::ProtocolViolation, text: error.to_string() })
+            let decode_ctx =
+                dinah_core::wire::DecodeContext::new(Channel::Action, origin, world, protocol)
+                    .map_err(|_| JobFailure {
+                        code: ErrorCode::ProtocolViolation,
+                        text: "bad origin".into(),
+                    })?;
+            let frame = dinah_core::wire::decode_frame(&input, &decode_ctx).map_err(|error| {
+                JobFailure {
+                    code: ErrorCode::ProtocolViolation,
+                    text: error.to_string(),
                 }
+            })?;
+            let mut output = SegmentWriter::new();
+            match entry.handler.run_wire(
+                SegmentReader::from_frame(frame.segments()),
+                &ctx,
+                &mut output,
+            ) {
+                Ok(()) => frames::with_payload(
+                    rank,
+                    dinah_core::wire::Message::Result { call },
+                    &output,
+                    &protocol,
+                )
+                .map(JobOutput::Frame)
+                .map_err(|error| JobFailure {
+                    code: ErrorCode::ResourceExhausted {
+                        limit: limit_of(&frames::encode_error(error)),
+                    },
+                    text: "result does not fit the protocol limits".into(),
+                }),
+                Err(HandlerError::User(error)) => Err(JobFailure {
+                    code: ErrorCode::UserFailure,
+                    text: error.into_text(),
+                }),
+                Err(HandlerError::Codec(error)) => Err(JobFailure {
+                    code: ErrorCode::ProtocolViolation,
+                    text: error.to_string(),
+                }),
             }
         };
         let submitted = shared.completions.of(call.domain).and_then(|completions| {
-            shared
-                .domains
-                .with(call.domain, |domain| domain.try_submit_to(completions, JobKey::Remote { origin, call, slot }, job))
+            shared.domains.with(call.domain, |domain| {
+                // The refused job is dropped here; only whether the domain
+                // was full matters.
+                domain
+                    .try_submit_to(completions, JobKey::Remote { origin, call, slot }, job)
+                    .map_err(|refusal| {
+                        matches!(
+                            refusal,
+                            TrySubmitError::Full(_) | TrySubmitError::CompletionsFull(_)
+                        )
+                    })
+            })
         });
         match submitted {
             Some(Ok(canceller)) => {
                 self.served += 1;
                 self.running[slot] = Some((key, canceller));
             }
-            Some(Err(refusal)) => {
+            Some(Err(full)) => {
                 // User code never ran: undo the admission so a retry can run.
                 let _ = self.dedup.rollback(key);
-                let code = match refusal {
-                    TrySubmitError::Full(_) | TrySubmitError::CompletionsFull(_) => {
-                        ErrorCode::ResourceExhausted { limit: LimitField::MaxActionQueue }
+                let code = if full {
+                    ErrorCode::ResourceExhausted {
+                        limit: LimitField::MaxActionQueue,
                     }
-                    _ => ErrorCode::ShuttingDown,
+                } else {
+                    ErrorCode::ShuttingDown
                 };
                 self.reject(shared, origin, call, code, "action queue full");
             }
-            None => self.finish_now(shared, key, origin, call, ErrorCode::UnknownDomain, "no such domain", now),
+            None => self.finish_now(
+                shared,
+                key,
+                origin,
+                call,
+                ErrorCode::UnknownDomain,
+                "no such domain",
+                now,
+            ),
         }
     }
 
     /// Answers an admitted request with an error without running it, and
     /// records it completed so duplicates get the same answer.
-    #[expect(clippy::too_many_arguments, reason = "one call site per error; a struct would only rename them")]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one call site per error; a struct would only rename them"
+    )]
     fn finish_now(
         &mut self,
         shared: &Shared,
@@ -274,7 +428,9 @@ impl Receiver {
     /// may have been sent before the cancellation (the caller then counts
     /// it as late and discards it), and it costs the caller nothing.
     fn record(&mut self, key: DedupKey, now: Instant, frame: &[u8]) {
-        if let Ok(DedupCompletion::Retained { slot, .. }) = self.dedup.complete(key, now, frame.len() as u64) {
+        if let Ok(DedupCompletion::Retained { slot, .. }) =
+            self.dedup.complete(key, now, frame.len() as u64)
+        {
             self.cache[slot] = Some(frame.to_vec());
         }
     }
@@ -282,6 +438,7 @@ impl Receiver {
     /// A cancellation from `origin` of its request `call`.
     pub(crate) fn on_cancel(&mut self, shared: &Shared, origin: Rank, call: Call, now: Instant) {
         let key = DedupKey::new(origin, call.request);
+        super::shared::Counters::bump(&shared.counters.cancels_received);
         if !shared.state.accepts_work() && !self.dedup.contains(key) {
             // Draining: no request is admitted any more, so a tombstone
             // would guard nothing (and would outlive the cleared table).
@@ -314,24 +471,27 @@ impl Receiver {
         self.running[slot] = None;
         let frame = match outcome {
             TaskOutcome::Completed(JobOutput::Frame(frame)) => frame,
-            TaskOutcome::Completed(JobOutput::Value(_)) => {
-                frames::error(shared.rank, call, ErrorCode::ProtocolViolation, "unexpected local output", &shared.protocol)
-            }
+            TaskOutcome::Completed(JobOutput::Value(_)) => frames::error(
+                shared.rank,
+                call,
+                ErrorCode::ProtocolViolation,
+                "unexpected local output",
+                &shared.protocol,
+            ),
             TaskOutcome::Failed(failure) => {
                 let (code, text) = match failure.kind() {
                     TaskFailureKind::Cancelled => {
                         shared.metrics.record_cancellation_acknowledged();
                         (ErrorCode::Cancelled, String::from("cancelled"))
                     }
-                    TaskFailureKind::Panicked => {
-                        (ErrorCode::HandlerPanicked, failure.panic_message().unwrap_or("panicked").to_owned())
-                    }
-                    _ => {
-                        match failure.into_error() {
-                            Some(JobFailure { code, text }) => (code, text),
-                            None => (ErrorCode::UserFailure, String::new()),
-                        }
-                    }
+                    TaskFailureKind::Panicked => (
+                        ErrorCode::HandlerPanicked,
+                        failure.panic_message().unwrap_or("panicked").to_owned(),
+                    ),
+                    _ => match failure.into_error() {
+                        Some(JobFailure { code, text }) => (code, text),
+                        None => (ErrorCode::UserFailure, String::new()),
+                    },
                 };
                 frames::error(shared.rank, call, code, &text, &shared.protocol)
             }
@@ -355,7 +515,9 @@ impl Receiver {
     pub(crate) fn expire(&mut self, now: Instant, max: usize) -> usize {
         let mut count = 0;
         while count < max {
-            let Some(expired) = self.dedup.pop_expired(now) else { break };
+            let Some(expired) = self.dedup.pop_expired(now) else {
+                break;
+            };
             self.cache[expired.slot] = None;
             count += 1;
         }
@@ -413,7 +575,10 @@ pub(crate) fn route_completion(
     }
 }
 
-fn local_outcome(info: super::calls::CallInfo, outcome: TaskOutcome<JobOutput, JobFailure>) -> super::calls::CallOutcome {
+fn local_outcome(
+    info: super::calls::CallInfo,
+    outcome: TaskOutcome<JobOutput, JobFailure>,
+) -> super::calls::CallOutcome {
     let call = info.call;
     use super::calls::CallOutcome;
     use super::error::{FailureKind, RuntimeError};
@@ -427,10 +592,17 @@ fn local_outcome(info: super::calls::CallInfo, outcome: TaskOutcome<JobOutput, J
                 text: failure.panic_message().unwrap_or("panicked").to_owned(),
             },
             _ => match failure.into_error() {
-                Some(JobFailure { code, text }) => {
-                    RuntimeError::from_wire(code, &text, call.action, call.domain, info.deadline_after)
-                }
-                None => RuntimeError::Remote { kind: FailureKind::Returned, text: String::new() },
+                Some(JobFailure { code, text }) => RuntimeError::from_wire(
+                    code,
+                    &text,
+                    call.action,
+                    call.domain,
+                    info.deadline_after,
+                ),
+                None => RuntimeError::Remote {
+                    kind: FailureKind::Returned,
+                    text: String::new(),
+                },
             },
         }),
     }

@@ -81,12 +81,18 @@ impl Runtime {
     fn fail_transport(&mut self, error: crate::transport::TransportError) {
         let _ = self.shared.state.fail();
         let failure = RuntimeError::TransportFailed(error);
-        self.shared.calls.fail_all(|_| failure.clone(), &mut Vec::new());
+        self.shared
+            .calls
+            .fail_all(|_| failure.clone(), &mut Vec::new());
     }
 
     fn on_event(&mut self, event: TransportEvent, now: Instant) {
         match event {
-            TransportEvent::Frame { from, channel, bytes } => self.on_frame(from, channel, bytes, now),
+            TransportEvent::Frame {
+                from,
+                channel,
+                bytes,
+            } => self.on_frame(from, channel, bytes, now),
             TransportEvent::PeerDown { peer, error } => {
                 let failure = RuntimeError::Transport { peer, error };
                 self.shared.calls.fail_peer(peer, &failure);
@@ -95,15 +101,27 @@ impl Runtime {
                     *drained = true;
                 }
             }
-            TransportEvent::SendFailed { to, channel, frame, error } => {
-                let Ok(ctx) = DecodeContext::new(channel, self.shared.rank, self.shared.world, self.shared.protocol)
-                else {
+            TransportEvent::SendFailed {
+                to,
+                channel,
+                frame,
+                error,
+            } => {
+                let Ok(ctx) = DecodeContext::new(
+                    channel,
+                    self.shared.rank,
+                    self.shared.world,
+                    self.shared.protocol,
+                ) else {
                     return;
                 };
                 if let Ok(decoded) = decode_frame(&frame, &ctx) {
                     if let Message::Request { call, .. } = *decoded.header().message() {
                         let failure = RuntimeError::Transport { peer: to, error };
-                        let _ = self.shared.calls.complete(call.request, |_| CallOutcome::Failed(failure));
+                        let _ = self
+                            .shared
+                            .calls
+                            .complete(call.request, |_| CallOutcome::Failed(failure));
                     }
                 }
             }
@@ -155,9 +173,12 @@ impl Runtime {
         };
         match message {
             Message::Request { call, deadline } => {
-                let until = now.checked_add(deadline.as_duration()).unwrap_or(Instant::MAX);
+                let until = now
+                    .checked_add(deadline.as_duration())
+                    .unwrap_or(Instant::MAX);
                 let shared = std::sync::Arc::clone(&self.shared);
-                self.receiver.on_request(&shared, from, call, until, bytes, now);
+                self.receiver
+                    .on_request(&shared, from, call, until, bytes, now);
             }
             Message::Result { call } => {
                 let late = shared.calls.complete(call.request, |info| {
@@ -165,7 +186,10 @@ impl Runtime {
                         return CallOutcome::Failed(mismatch(from));
                     }
                     shared.metrics.record_completed();
-                    CallOutcome::Frame { peer: from, frame: bytes }
+                    CallOutcome::Frame {
+                        peer: from,
+                        frame: bytes,
+                    }
                 });
                 if late.is_err() {
                     shared.metrics.record_late_result_discarded();
@@ -183,7 +207,9 @@ impl Runtime {
     fn handle_completions(&mut self, budget: usize, now: Instant) -> usize {
         let mut handled = 0;
         while handled < budget {
-            let Some(completion) = self.shared.completions.pop() else { break };
+            let Some(completion) = self.shared.completions.pop() else {
+                break;
+            };
             let shared = std::sync::Arc::clone(&self.shared);
             route_completion(&mut self.receiver, &shared, completion, now);
             handled += 1;
@@ -208,7 +234,13 @@ impl Runtime {
     pub(crate) fn pump_cancels(&mut self, budget: usize) -> usize {
         let mut sent = 0;
         while sent < budget {
-            let Some((peer, call)) = self.cancel_retry.take().or_else(|| self.shared.cancels.pop()) else { break };
+            let Some((peer, call)) = self
+                .cancel_retry
+                .take()
+                .or_else(|| self.shared.cancels.pop())
+            else {
+                break;
+            };
             let frame = frames::cancel(self.shared.rank, call);
             match self.shared.send(peer, Channel::Control, frame) {
                 Ok(()) => sent += 1,

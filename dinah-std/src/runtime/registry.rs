@@ -105,7 +105,11 @@ pub(crate) trait ErasedHandler: Send + Sync {
 
     /// Runs on a typed input boxed by a local call; returns the boxed
     /// output.
-    fn run_local(&self, input: Box<dyn Any + Send>, ctx: &ActionContext<'_>) -> Result<Box<dyn Any + Send>, HandlerError>;
+    fn run_local(
+        &self,
+        input: Box<dyn Any + Send>,
+        ctx: &ActionContext<'_>,
+    ) -> Result<Box<dyn Any + Send>, HandlerError>;
 }
 
 /// A user handler `F` for action `A`.
@@ -116,7 +120,10 @@ pub(crate) struct Typed<A, F> {
 
 impl<A, F> Typed<A, F> {
     pub(crate) fn new(handler: F) -> Self {
-        Self { handler, _action: PhantomData }
+        Self {
+            handler,
+            _action: PhantomData,
+        }
     }
 }
 
@@ -137,11 +144,17 @@ where
         output.encode(out).map_err(HandlerError::Codec)
     }
 
-    fn run_local(&self, input: Box<dyn Any + Send>, ctx: &ActionContext<'_>) -> Result<Box<dyn Any + Send>, HandlerError> {
+    fn run_local(
+        &self,
+        input: Box<dyn Any + Send>,
+        ctx: &ActionContext<'_>,
+    ) -> Result<Box<dyn Any + Send>, HandlerError> {
         let Ok(action) = input.downcast::<A>() else {
             // The client boxes exactly `A` for `A::ID`; a mismatch means two
             // action types share an ID, which registration refuses.
-            return Err(HandlerError::User(ActionError::new("local call carried another action type")));
+            return Err(HandlerError::User(ActionError::new(
+                "local call carried another action type",
+            )));
         };
         let output = (self.handler)(*action, ctx).map_err(HandlerError::User)?;
         Ok(Box::new(output))
@@ -156,7 +169,10 @@ pub(crate) struct Entry {
 }
 
 impl Entry {
-    pub(crate) fn new<A: Action>(domain: DomainId, handler: Arc<dyn ErasedHandler>) -> Result<Self, BuildError> {
+    pub(crate) fn new<A: Action>(
+        domain: DomainId,
+        handler: Arc<dyn ErasedHandler>,
+    ) -> Result<Self, BuildError> {
         let action = ActionId::new(A::ID).map_err(|_| BuildError::ZeroActionId)?;
         Ok(Self {
             registration: Registration {
@@ -180,7 +196,10 @@ impl Registry {
     /// Adds `entry`.
     pub(crate) fn insert(&mut self, entry: Entry) -> Result<(), BuildError> {
         let action = entry.registration.action;
-        match self.entries.binary_search_by_key(&action, |e| e.registration.action) {
+        match self
+            .entries
+            .binary_search_by_key(&action, |e| e.registration.action)
+        {
             Ok(_) => Err(BuildError::DuplicateAction { action }),
             Err(at) => {
                 self.entries.insert(at, entry);
@@ -199,7 +218,8 @@ impl Registry {
 
     /// The registry fingerprint exchanged in the hello.
     pub(crate) fn fingerprint(&self) -> Result<Fingerprint, BuildError> {
-        let mut registrations: Vec<Registration> = self.entries.iter().map(|e| e.registration).collect();
+        let mut registrations: Vec<Registration> =
+            self.entries.iter().map(|e| e.registration).collect();
         Fingerprint::of(&mut registrations).map_err(BuildError::Fingerprint)
     }
 
@@ -214,6 +234,8 @@ impl Registry {
 
 impl fmt::Debug for Registry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(self.entries.iter().map(|e| e.registration.action)).finish()
+        f.debug_list()
+            .entries(self.entries.iter().map(|e| e.registration.action))
+            .finish()
     }
 }

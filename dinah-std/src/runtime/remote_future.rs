@@ -40,11 +40,17 @@ enum Inner {
 
 impl<T> RemoteFuture<T> {
     pub(crate) fn pending(shared: Arc<Shared>, ticket: Ticket) -> Self {
-        Self { inner: Inner::Pending { shared, ticket }, _output: PhantomData }
+        Self {
+            inner: Inner::Pending { shared, ticket },
+            _output: PhantomData,
+        }
     }
 
     pub(crate) fn failed(error: RuntimeError) -> Self {
-        Self { inner: Inner::Failed(Some(error)), _output: PhantomData }
+        Self {
+            inner: Inner::Failed(Some(error)),
+            _output: PhantomData,
+        }
     }
 
     /// The call's ticket, while it is pending (for scopes).
@@ -78,7 +84,8 @@ impl<T: WireValue> RemoteFuture<T> {
             CallOutcome::Frame { peer, frame } => {
                 let ctx = DecodeContext::new(Channel::Action, peer, shared.world, shared.protocol)
                     .map_err(|_| RuntimeError::NoSuchRank { rank: peer })?;
-                let decoded = decode_frame(&frame, &ctx).map_err(|error| RuntimeError::Protocol { peer, error })?;
+                let decoded = decode_frame(&frame, &ctx)
+                    .map_err(|error| RuntimeError::Protocol { peer, error })?;
                 debug_assert!(matches!(decoded.header().message(), Message::Result { .. }));
                 let mut input = SegmentReader::from_frame(decoded.segments());
                 let value = T::decode(&mut input).map_err(RuntimeError::Codec)?;
@@ -131,6 +138,8 @@ impl<T> fmt::Debug for RemoteFuture<T> {
             Inner::Failed(_) => "failed",
             Inner::Done => "done",
         };
-        f.debug_struct("RemoteFuture").field("state", &state).finish()
+        f.debug_struct("RemoteFuture")
+            .field("state", &state)
+            .finish()
     }
 }

@@ -56,7 +56,11 @@ impl<T> fmt::Debug for ScopedFuture<'_, T> {
 
 impl<'scope> Scope<'scope, '_> {
     /// Calls `action` on `rank` within this scope.
-    pub fn spawn_on<A: Action>(&'scope self, rank: Rank, action: A) -> ScopedFuture<'scope, A::Output> {
+    pub fn spawn_on<A: Action>(
+        &'scope self,
+        rank: Rank,
+        action: A,
+    ) -> ScopedFuture<'scope, A::Output> {
         self.spawn_on_with(rank, action, SpawnOptions::default())
     }
 
@@ -76,7 +80,10 @@ impl<'scope> Scope<'scope, '_> {
             }
             tracked.push(ticket);
         }
-        ScopedFuture { inner, _scope: PhantomData }
+        ScopedFuture {
+            inner,
+            _scope: PhantomData,
+        }
     }
 
     /// Drives `future` on the runtime, like [`Runtime::block_on`].
@@ -98,7 +105,9 @@ impl<'scope> Scope<'scope, '_> {
 
 impl fmt::Debug for Scope<'_, '_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Scope").field("tracked", &self.tracked.borrow().len()).finish()
+        f.debug_struct("Scope")
+            .field("tracked", &self.tracked.borrow().len())
+            .finish()
     }
 }
 
@@ -129,13 +138,25 @@ impl Runtime {
     /// cancellation queue is pumped once; a panic in `f` then resumes.
     ///
     /// ```
-    /// # use dinah_std::Runtime;
-    /// # fn demo(runtime: &mut Runtime) {
-    /// let answer = runtime.scope(|s| {
-    ///     let _ = s.client().rank();
-    ///     42
+    /// use std::time::Duration;
+    /// use dinah_core::{ProtocolLimits, Rank, RuntimeLimits, WorldSize};
+    /// use dinah_std::transport::memory::{FaultPlan, SimMode, SimNetwork};
+    /// use dinah_std::Runtime;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let builder = Runtime::builder(1, ProtocolLimits::default(), RuntimeLimits::default())?;
+    /// let hello = builder.hello()?;
+    /// let network = SimNetwork::with_mode(WorldSize::ONE, 1, FaultPlan::new(), SimMode::Threaded)?;
+    /// let (handle, driver) = network.endpoint(Rank::ZERO, hello.handle)?;
+    /// let mut runtime = builder.start(handle, driver)?;
+    ///
+    /// let rank = runtime.scope(|s| {
+    ///     // Calls spawned with `s.spawn_on` here cannot leave the closure.
+    ///     s.client().rank()
     /// });
-    /// assert_eq!(answer, 42);
+    /// assert_eq!(rank, Rank::ZERO);
+    /// assert!(runtime.shutdown(Duration::from_secs(5))?.is_clean());
+    /// # Ok(())
     /// # }
     /// ```
     pub fn scope<'env, F, R>(&'env mut self, f: F) -> R
@@ -143,7 +164,12 @@ impl Runtime {
         F: for<'scope> FnOnce(&'scope Scope<'scope, 'env>) -> R,
     {
         let client = self.client();
-        let scope = Scope { runtime: RefCell::new(self), client, tracked: RefCell::new(Vec::new()), _scope: PhantomData };
+        let scope = Scope {
+            runtime: RefCell::new(self),
+            client,
+            tracked: RefCell::new(Vec::new()),
+            _scope: PhantomData,
+        };
         let guard = ExitGuard { scope: &scope };
         let result = f(guard.scope);
         drop(guard);

@@ -6,7 +6,10 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use crossbeam_queue::ArrayQueue;
 use dinah_core::wire::{Call, ErrorCode};
-use dinah_core::{AtomicRuntimeState, DomainId, ProtocolLimits, Rank, RequestIdAllocator, RuntimeLimits, RuntimeMetrics, WorldSize};
+use dinah_core::{
+    AtomicRuntimeState, DomainId, ProtocolLimits, Rank, RequestIdAllocator, RuntimeLimits,
+    RuntimeMetrics, WorldSize,
+};
 
 use super::calls::Calls;
 use super::clock::SharedClock;
@@ -17,7 +20,11 @@ use crate::transport::TransportHandle;
 /// Who a domain job works for.
 pub(crate) enum JobKey {
     /// A request from `origin`, admitted in dedup slot `slot`.
-    Remote { origin: Rank, call: Call, slot: usize },
+    Remote {
+        origin: Rank,
+        call: Call,
+        slot: usize,
+    },
     /// A local call.
     Local { request: dinah_core::RequestId },
 }
@@ -49,7 +56,10 @@ pub(crate) struct CompletionSet {
 
 impl CompletionSet {
     pub(crate) fn new(queues: Vec<(DomainId, Arc<Completions>)>) -> Self {
-        Self { queues, next: std::sync::atomic::AtomicUsize::new(0) }
+        Self {
+            queues,
+            next: std::sync::atomic::AtomicUsize::new(0),
+        }
     }
 
     /// The queue of domain `id`.
@@ -79,13 +89,18 @@ pub(crate) struct Domains {
 
 impl Domains {
     pub(crate) fn new(domains: Vec<(DomainId, Domain)>) -> Self {
-        Self { domains: RwLock::new(domains) }
+        Self {
+            domains: RwLock::new(domains),
+        }
     }
 
     /// Runs `f` on domain `id`, if it exists (and was not shut down).
     pub(crate) fn with<R>(&self, id: DomainId, f: impl FnOnce(&Domain) -> R) -> Option<R> {
         let domains = self.domains.read().unwrap_or_else(PoisonError::into_inner);
-        domains.iter().find(|(d, _)| *d == id).map(|(_, domain)| f(domain))
+        domains
+            .iter()
+            .find(|(d, _)| *d == id)
+            .map(|(_, domain)| f(domain))
     }
 
     /// Jobs admitted and not finished, over all domains.
@@ -107,6 +122,8 @@ pub(crate) struct Counters {
     pub(crate) cancels_dropped: AtomicU64,
     /// Responses dropped because the outbox was full.
     pub(crate) responses_dropped: AtomicU64,
+    /// Cancellations received from peers.
+    pub(crate) cancels_received: AtomicU64,
 }
 
 impl Counters {

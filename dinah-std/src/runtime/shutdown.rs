@@ -94,10 +94,10 @@ impl fmt::Display for ShutdownReport {
 
 /// The shutdown deadline passed with work outstanding; the report has the
 /// exact counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShutdownTimeout {
-    /// What was left.
-    pub report: ShutdownReport,
+    /// What was left (boxed: the report is large and errors travel far).
+    pub report: Box<ShutdownReport>,
 }
 
 impl fmt::Display for ShutdownTimeout {
@@ -141,7 +141,25 @@ pub(crate) struct Stuck {
 const MAX_JOIN: Duration = Duration::from_secs(5);
 
 impl Runtime {
-    /// Shuts down within `timeout` (steps in the [module docs](self)).
+    /// Shuts down within `timeout`:
+    ///
+    /// 1. atomically enter `Draining`: clients and peers are refused new
+    ///    work;
+    /// 2. fail every local waiter with `Cancelled` and queue a best-effort
+    ///    cancellation for each remote one;
+    /// 3. keep progressing queued and running jobs, completions,
+    ///    cancellations and responses until all are done or the deadline
+    ///    passes;
+    /// 4. stop the worker domains and join their threads (within the
+    ///    deadline);
+    /// 5. clear the run-scoped dedup state;
+    /// 6. flush the transport, say goodbye, drain the peers' goodbyes, and
+    ///    close it;
+    /// 7. return a [`ShutdownReport`] of everything still held.
+    ///
+    /// Success means every outstanding count in the report is zero. All
+    /// ranks should shut down together (step 6 waits for their goodbyes),
+    /// after a barrier that keeps serving calls.
     ///
     /// # Errors
     ///
@@ -171,11 +189,18 @@ impl Runtime {
         let _ = shared.state.begin_draining();
         // Step 2.
         let mut failed = Vec::new();
-        shared.calls.fail_all(|_| RuntimeError::Cancelled, &mut failed);
+        shared
+            .calls
+            .fail_all(|_| RuntimeError::Cancelled, &mut failed);
         for info in failed {
             shared.queue_cancel(info.peer, info.call);
         }
-        self.shutdown = Some(ShutdownState { started, deadline, phase: Phase::Draining, result: None });
+        self.shutdown = Some(ShutdownState {
+            started,
+            deadline,
+            phase: Phase::Draining,
+            result: None,
+        });
     }
 
     /// Progresses the shutdown begun by
@@ -188,7 +213,7 @@ impl Runtime {
             return Poll::Pending;
         };
         if let Some(result) = &state.result {
-            return Poll::Ready(*result);
+            return Poll::Ready(result.clone());
         }
         let (deadline, phase) = (state.deadline, state.phase);
         self.progress();
@@ -209,23 +234,30 @@ impl Runtime {
             }
             Phase::Transport => {
                 let handle = self.shared.handle.counts();
-                let flushed = handle.queued_action + handle.queued_control == 0 && handle.in_flight == 0;
+                let flushed =
+                    handle.queued_action + handle.queued_control == 0 && handle.in_flight == 0;
                 if (self.driver.is_drained() && flushed) || late {
-                    let wall_deadline = std::time::Instant::now() + deadline.saturating_duration_since(now).min(MAX_JOIN);
+                    let wall_deadline = std::time::Instant::now()
+                        + deadline.saturating_duration_since(now).min(MAX_JOIN);
                     self.driver.close(wall_deadline);
                     self.shared.handle.close();
                     self.closed = true;
                     let report = self.report(now);
                     let result = if report.is_clean() {
-                        let _ = self.shared.state.transition(RuntimeState::Draining, RuntimeState::Stopped);
+                        let _ = self
+                            .shared
+                            .state
+                            .transition(RuntimeState::Draining, RuntimeState::Stopped);
                         Ok(report)
                     } else {
                         let _ = self.shared.state.fail();
-                        Err(ShutdownTimeout { report })
+                        Err(ShutdownTimeout {
+                            report: Box::new(report),
+                        })
                     };
                     if let Some(state) = &mut self.shutdown {
                         state.phase = Phase::Done;
-                        state.result = Some(result);
+                        state.result = Some(result.clone());
                     }
                     return Poll::Ready(result);
                 }
@@ -268,7 +300,9 @@ impl Runtime {
         let budget = self.shared.completions.len();
         let now = self.shared.clock.now();
         for _ in 0..budget {
-            let Some(completion) = self.shared.completions.pop() else { break };
+            let Some(completion) = self.shared.completions.pop() else {
+                break;
+            };
             let shared = std::sync::Arc::clone(&self.shared);
             super::inbound::route_completion(&mut self.receiver, &shared, completion, now);
         }
@@ -291,10 +325,18 @@ impl Runtime {
                 + self.receiver.outbox_len()
                 + handle.queued_action
                 + handle.queued_control,
-            retained_bytes: handle.retained_bytes + driver.retained_bytes + self.receiver.retained_bytes(),
+            retained_bytes: handle.retained_bytes
+                + driver.retained_bytes
+                + self.receiver.retained_bytes(),
             undrained_peers: driver.undrained_peers,
-            cancels_dropped: shared.counters.cancels_dropped.load(std::sync::atomic::Ordering::Relaxed),
-            responses_dropped: shared.counters.responses_dropped.load(std::sync::atomic::Ordering::Relaxed),
+            cancels_dropped: shared
+                .counters
+                .cancels_dropped
+                .load(std::sync::atomic::Ordering::Relaxed),
+            responses_dropped: shared
+                .counters
+                .responses_dropped
+                .load(std::sync::atomic::Ordering::Relaxed),
             metrics: shared.metrics.snapshot(),
             elapsed: now.saturating_duration_since(started),
         }
@@ -308,12 +350,16 @@ pub(crate) fn abandon(runtime: &mut Runtime) {
     let shared = &runtime.shared;
     let _ = shared.state.begin_draining();
     let _ = shared.state.fail();
-    shared.calls.fail_all(|_| RuntimeError::Cancelled, &mut Vec::new());
+    shared
+        .calls
+        .fail_all(|_| RuntimeError::Cancelled, &mut Vec::new());
     runtime.receiver.cancel_running();
     shared.handle.close();
     // Domains are dropped with the shared state; their `Drop` cancels
     // queued jobs without joining.
     let _ = shared.domains.take();
-    runtime.driver.close(std::time::Instant::now() + Duration::from_millis(100));
+    runtime
+        .driver
+        .close(std::time::Instant::now() + Duration::from_millis(100));
     runtime.closed = true;
 }

@@ -28,6 +28,9 @@ pub struct RuntimeStats {
     pub running_remote: usize,
     /// Requests from peers admitted for execution since the start.
     pub served: u64,
+    /// Finished dedup entries evicted before their TTL because the table
+    /// was full (each raised its origin's refusal watermark).
+    pub dedup_pressure_evictions: u64,
     /// Worker completions not yet handled.
     pub completions: usize,
     /// Cancellations queued for sending.
@@ -42,6 +45,8 @@ pub struct RuntimeStats {
     pub driver: DriverCounts,
     /// Cancellations dropped because their queue was full.
     pub cancels_dropped: u64,
+    /// Cancellations received from peers.
+    pub cancels_received: u64,
     /// Responses dropped because the outbox was full.
     pub responses_dropped: u64,
 }
@@ -57,6 +62,7 @@ pub(crate) fn collect(runtime: &Runtime) -> RuntimeStats {
         dedup_entries: runtime.receiver.dedup_len(),
         running_remote: runtime.receiver.running(),
         served: runtime.receiver.served(),
+        dedup_pressure_evictions: runtime.receiver.pressure_evictions(),
         completions: shared.completions.len(),
         queued_cancels: shared.cancels.len(),
         queued_responses: runtime.receiver.outbox_len(),
@@ -64,6 +70,7 @@ pub(crate) fn collect(runtime: &Runtime) -> RuntimeStats {
         handle: shared.handle.counts(),
         driver: runtime.driver.counts(),
         cancels_dropped: shared.counters.cancels_dropped.load(Ordering::Relaxed),
+        cancels_received: shared.counters.cancels_received.load(Ordering::Relaxed),
         responses_dropped: shared.counters.responses_dropped.load(Ordering::Relaxed),
     }
 }

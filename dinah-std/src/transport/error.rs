@@ -141,7 +141,11 @@ impl TransportError {
 
     /// An I/O error for `op` on the connection to `peer`.
     pub fn io(peer: Option<Rank>, op: IoOp, source: io::Error) -> Self {
-        Self::Io { peer, op, source: Arc::new(source) }
+        Self::Io {
+            peer,
+            op,
+            source: Arc::new(source),
+        }
     }
 }
 
@@ -149,14 +153,31 @@ impl fmt::Display for TransportError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::PeerDown { peer, reason } => write!(f, "{peer} is down: {reason}"),
-            Self::Io { peer: Some(peer), op, source } => write!(f, "{op} failed for {peer}: {source}"),
-            Self::Io { peer: None, op, source } => write!(f, "{op} failed: {source}"),
-            Self::Handshake { peer: Some(peer), mismatch } => write!(f, "handshake with {peer} failed: {mismatch}"),
-            Self::Handshake { peer: None, mismatch } => write!(f, "handshake failed: {mismatch}"),
+            Self::Io {
+                peer: Some(peer),
+                op,
+                source,
+            } => write!(f, "{op} failed for {peer}: {source}"),
+            Self::Io {
+                peer: None,
+                op,
+                source,
+            } => write!(f, "{op} failed: {source}"),
+            Self::Handshake {
+                peer: Some(peer),
+                mismatch,
+            } => write!(f, "handshake with {peer} failed: {mismatch}"),
+            Self::Handshake {
+                peer: None,
+                mismatch,
+            } => write!(f, "handshake failed: {mismatch}"),
             Self::Protocol { peer, error } => write!(f, "{peer} sent an invalid frame: {error}"),
             Self::Mpi { code } => write!(f, "mpi call failed with error code {code}"),
             Self::SetupTimeout { missing_peers } => {
-                write!(f, "transport set-up timed out with {missing_peers} peer(s) missing")
+                write!(
+                    f,
+                    "transport set-up timed out with {missing_peers} peer(s) missing"
+                )
             }
             Self::Closed => f.write_str("transport is closed"),
         }
@@ -238,13 +259,21 @@ impl TrySendError {
 
 impl fmt::Debug for TrySendError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TrySendError").field("kind", &self.kind).field("frame_len", &self.frame.len()).finish()
+        f.debug_struct("TrySendError")
+            .field("kind", &self.kind)
+            .field("frame_len", &self.frame.len())
+            .finish()
     }
 }
 
 impl fmt::Display for TrySendError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "frame of {} bytes not sent: {}", self.frame.len(), self.kind)
+        write!(
+            f,
+            "frame of {} bytes not sent: {}",
+            self.frame.len(),
+            self.kind
+        )
     }
 }
 

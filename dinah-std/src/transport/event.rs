@@ -56,10 +56,22 @@ impl fmt::Debug for TransportEvent {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Counts and sizes only: never payload bytes.
         match self {
-            Self::Frame { from, channel, bytes } => {
-                f.debug_struct("Frame").field("from", from).field("channel", channel).field("len", &bytes.len()).finish()
-            }
-            Self::SendFailed { to, channel, frame, error } => f
+            Self::Frame {
+                from,
+                channel,
+                bytes,
+            } => f
+                .debug_struct("Frame")
+                .field("from", from)
+                .field("channel", channel)
+                .field("len", &bytes.len())
+                .finish(),
+            Self::SendFailed {
+                to,
+                channel,
+                frame,
+                error,
+            } => f
                 .debug_struct("SendFailed")
                 .field("to", to)
                 .field("channel", channel)
@@ -67,8 +79,14 @@ impl fmt::Debug for TransportEvent {
                 .field("error", error)
                 .finish(),
             Self::PeerUp { peer } => f.debug_struct("PeerUp").field("peer", peer).finish(),
-            Self::PeerDown { peer, error } => f.debug_struct("PeerDown").field("peer", peer).field("error", error).finish(),
-            Self::PeerDrained { peer } => f.debug_struct("PeerDrained").field("peer", peer).finish(),
+            Self::PeerDown { peer, error } => f
+                .debug_struct("PeerDown")
+                .field("peer", peer)
+                .field("error", error)
+                .finish(),
+            Self::PeerDrained { peer } => {
+                f.debug_struct("PeerDrained").field("peer", peer).finish()
+            }
         }
     }
 }

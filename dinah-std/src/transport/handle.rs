@@ -151,11 +151,18 @@ impl TransportHandle {
     /// If a queue size in `config` is zero (validated `RuntimeLimits`
     /// never produce one).
     pub fn new(rank: Rank, world: WorldSize, config: HandleConfig) -> Self {
-        assert!(config.action_queue > 0 && config.control_queue > 0, "handle queues must be non-empty");
+        assert!(
+            config.action_queue > 0 && config.control_queue > 0,
+            "handle queues must be non-empty"
+        );
         let peers = world
             .ranks()
             .map(|peer| {
-                let status = if peer == rank { PeerStatus::Up } else { PeerStatus::Connecting };
+                let status = if peer == rank {
+                    PeerStatus::Up
+                } else {
+                    PeerStatus::Connecting
+                };
                 AtomicU8::new(status.to_u8())
             })
             .collect();
@@ -221,7 +228,10 @@ impl TransportHandle {
         let budgeted = channel == Channel::Action;
         if budgeted && !self.reserve_bytes(bytes) {
             let budget = shared.config.retained_bytes;
-            return Err(TrySendError::new(SendErrorKind::RetainedBytes { budget }, frame));
+            return Err(TrySendError::new(
+                SendErrorKind::RetainedBytes { budget },
+                frame,
+            ));
         }
         if !budgeted {
             shared.retained_bytes.fetch_add(bytes, Ordering::AcqRel);
@@ -233,7 +243,10 @@ impl TransportHandle {
             }
             Err(Outgoing { frame, .. }) => {
                 shared.retained_bytes.fetch_sub(bytes, Ordering::AcqRel);
-                Err(TrySendError::new(SendErrorKind::QueueFull { channel }, frame))
+                Err(TrySendError::new(
+                    SendErrorKind::QueueFull { channel },
+                    frame,
+                ))
             }
         }
     }
@@ -242,13 +255,20 @@ impl TransportHandle {
         let shared = &*self.shared;
         let mut current = shared.retained_bytes.load(Ordering::Acquire);
         loop {
-            let Some(next) = current.checked_add(bytes) else { return false };
+            let Some(next) = current.checked_add(bytes) else {
+                return false;
+            };
             if next > shared.config.retained_bytes && current != 0 {
                 // An empty budget admits one frame of any size, so a frame
                 // larger than the budget is not refused forever.
                 return false;
             }
-            match shared.retained_bytes.compare_exchange_weak(current, next, Ordering::AcqRel, Ordering::Acquire) {
+            match shared.retained_bytes.compare_exchange_weak(
+                current,
+                next,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
                 Ok(_) => return true,
                 Err(actual) => current = actual,
             }
@@ -277,7 +297,9 @@ impl TransportHandle {
     pub fn complete_send(&self, bytes: usize, sent: bool) {
         let shared = &*self.shared;
         shared.in_flight.fetch_sub(1, Ordering::AcqRel);
-        shared.retained_bytes.fetch_sub(bytes as u64, Ordering::AcqRel);
+        shared
+            .retained_bytes
+            .fetch_sub(bytes as u64, Ordering::AcqRel);
         if sent {
             shared.frames_sent.fetch_add(1, Ordering::Relaxed);
             shared.bytes_sent.fetch_add(bytes as u64, Ordering::Relaxed);
@@ -296,13 +318,20 @@ impl TransportHandle {
     /// Driver side: records `status` for `peer`. `Down` is final: later
     /// updates are ignored. Returns the previous status.
     pub fn set_peer_status(&self, peer: Rank, status: PeerStatus) -> PeerStatus {
-        let Some(slot) = self.shared.peers.get(peer.index()) else { return PeerStatus::Down };
+        let Some(slot) = self.shared.peers.get(peer.index()) else {
+            return PeerStatus::Down;
+        };
         let mut current = slot.load(Ordering::Acquire);
         loop {
             if PeerStatus::from_u8(current) == PeerStatus::Down {
                 return PeerStatus::Down;
             }
-            match slot.compare_exchange_weak(current, status.to_u8(), Ordering::AcqRel, Ordering::Acquire) {
+            match slot.compare_exchange_weak(
+                current,
+                status.to_u8(),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
                 Ok(previous) => return PeerStatus::from_u8(previous),
                 Err(actual) => current = actual,
             }
@@ -313,7 +342,9 @@ impl TransportHandle {
     /// reason recorded is kept). Returns whether this call marked it (it
     /// was not down before).
     pub fn mark_down(&self, peer: Rank, reason: DownReason) -> bool {
-        let Some(slot) = self.shared.down_reasons.get(peer.index()) else { return false };
+        let Some(slot) = self.shared.down_reasons.get(peer.index()) else {
+            return false;
+        };
         let _ = slot.compare_exchange(0, reason_code(reason), Ordering::AcqRel, Ordering::Acquire);
         self.set_peer_status(peer, PeerStatus::Down) != PeerStatus::Down
     }
@@ -323,7 +354,11 @@ impl TransportHandle {
         if self.peer_status(peer) != PeerStatus::Down {
             return None;
         }
-        let code = self.shared.down_reasons.get(peer.index()).map_or(0, |slot| slot.load(Ordering::Acquire));
+        let code = self
+            .shared
+            .down_reasons
+            .get(peer.index())
+            .map_or(0, |slot| slot.load(Ordering::Acquire));
         Some(reason_from_code(code))
     }
 
@@ -346,7 +381,9 @@ impl TransportHandle {
         let mut count = 0;
         for channel in [Channel::Control, Channel::Action] {
             while let Some(outgoing) = self.lane(channel).pop() {
-                self.shared.retained_bytes.fetch_sub(outgoing.frame.len() as u64, Ordering::AcqRel);
+                self.shared
+                    .retained_bytes
+                    .fetch_sub(outgoing.frame.len() as u64, Ordering::AcqRel);
                 count += 1;
             }
         }
@@ -389,13 +426,18 @@ const DOWN_REASONS: [DownReason; 7] = [
 ];
 
 fn reason_code(reason: DownReason) -> u8 {
-    DOWN_REASONS.iter().position(|r| *r == reason).map_or(u8::MAX, |i| i as u8 + 1)
+    DOWN_REASONS
+        .iter()
+        .position(|r| *r == reason)
+        .map_or(u8::MAX, |i| i as u8 + 1)
 }
 
 fn reason_from_code(code: u8) -> DownReason {
     // A peer marked down through `set_peer_status` has no recorded reason:
     // report it as a local close.
-    code.checked_sub(1).and_then(|i| DOWN_REASONS.get(usize::from(i)).copied()).unwrap_or(DownReason::LocalClose)
+    code.checked_sub(1)
+        .and_then(|i| DOWN_REASONS.get(usize::from(i)).copied())
+        .unwrap_or(DownReason::LocalClose)
 }
 
 #[cfg(test)]
@@ -408,7 +450,11 @@ mod tests {
     }
 
     fn small() -> HandleConfig {
-        HandleConfig { action_queue: 2, control_queue: 1, retained_bytes: 100 }
+        HandleConfig {
+            action_queue: 2,
+            control_queue: 1,
+            retained_bytes: 100,
+        }
     }
 
     #[test]
@@ -418,7 +464,12 @@ mod tests {
         h.try_send(peer, Channel::Action, vec![1]).unwrap();
         h.try_send(peer, Channel::Action, vec![2]).unwrap();
         let err = h.try_send(peer, Channel::Action, vec![3]).unwrap_err();
-        assert_eq!(err.kind(), SendErrorKind::QueueFull { channel: Channel::Action });
+        assert_eq!(
+            err.kind(),
+            SendErrorKind::QueueFull {
+                channel: Channel::Action
+            }
+        );
         assert_eq!(err.into_inner(), vec![3]);
         // The control lane has its own reserve.
         h.try_send(peer, Channel::Control, vec![9]).unwrap();
@@ -436,7 +487,14 @@ mod tests {
         let out = h.pop_outgoing(Channel::Action).unwrap();
         assert_eq!(h.counts().in_flight, 1);
         h.complete_send(out.frame.len(), true);
-        assert_eq!(h.counts(), HandleCounts { frames_sent: 1, bytes_sent: 60, ..HandleCounts::default() });
+        assert_eq!(
+            h.counts(),
+            HandleCounts {
+                frames_sent: 1,
+                bytes_sent: 60,
+                ..HandleCounts::default()
+            }
+        );
         h.try_send(peer, Channel::Action, vec![0; 60]).unwrap();
     }
 
@@ -459,15 +517,27 @@ mod tests {
         assert!(!h.mark_down(peer, DownReason::Timeout));
         assert_eq!(h.down_reason(peer), Some(DownReason::Reset));
         assert_eq!(h.set_peer_status(peer, PeerStatus::Up), PeerStatus::Down);
-        assert_eq!(h.try_send(peer, Channel::Action, vec![1]).unwrap_err().kind(), SendErrorKind::PeerDown { to: peer });
+        assert_eq!(
+            h.try_send(peer, Channel::Action, vec![1])
+                .unwrap_err()
+                .kind(),
+            SendErrorKind::PeerDown { to: peer }
+        );
         let other_world = WorldSize::new(4).unwrap();
         let stranger = Rank::new(3, other_world).unwrap();
         assert_eq!(
-            h.try_send(stranger, Channel::Action, vec![1]).unwrap_err().kind(),
+            h.try_send(stranger, Channel::Action, vec![1])
+                .unwrap_err()
+                .kind(),
             SendErrorKind::NoSuchRank { to: stranger }
         );
         h.close();
-        assert_eq!(h.try_send(Rank::ZERO, Channel::Control, vec![1]).unwrap_err().kind(), SendErrorKind::Closed);
+        assert_eq!(
+            h.try_send(Rank::ZERO, Channel::Control, vec![1])
+                .unwrap_err()
+                .kind(),
+            SendErrorKind::Closed
+        );
     }
 
     #[test]

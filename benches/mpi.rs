@@ -1,0 +1,377 @@
+//! The MPI transport against raw MPI, in one run: an 8-byte ping-pong with
+//! the `mpi` crate (immediate send and receive, `test()` polling), a dinah
+//! no-op action round trip with one call in flight, the same with 1,024 in
+//! flight (actions per second), and a payload sweep up to 1 MiB (raw
+//! ping-pong and a dinah echo of the same size).
+//!
+//! Criterion and MPI ranks do not mix (criterion would time each rank on
+//! its own), so this is a small harness: rank 0 measures and prints a
+//! table, rank 1 serves, further ranks only serve. It needs two ranks:
+//!
+//! ```sh
+//! cargo xtask bench mpi        # builds it and runs `mpirun -n 2 ... --bench`
+//! ```
+//!
+//! With `--test` every measurement runs a few iterations only (a smoke
+//! check that the program works, not a measurement). A further argument
+//! that is not a flag selects the measurements whose key contains it
+//! (keys: `raw`, `round-trip`, `pipelined`, `sweep`). Each figure is the
+//! median of several batches. The goals (not assertions): a dinah round
+//! trip within 2x the raw ping-pong, and at least 1,000,000 actions/s with
+//! 1,024 in flight.
+#![expect(clippy::print_stdout, reason = "a benchmark reports its measurements")]
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use dinah::core::{ProtocolLimits, RuntimeLimits};
+use dinah::mpi::MpiTransport;
+use dinah::mpi::mpi::topology::SimpleCommunicator;
+use dinah::mpi::mpi::traits::{Communicator, CommunicatorCollectives, Destination, Source};
+use dinah::mpi::mpi::{self, Threading};
+use dinah::std::{Action, CodecError, Runtime, SegmentReader, SegmentWriter, WireValue, schema_id};
+
+/// An action that does nothing: the round trip is all overhead.
+struct Noop;
+
+impl WireValue for Noop {
+    const SCHEMA_ID: u64 = schema_id("bench.Noop/1");
+    fn encode(&self, _out: &mut SegmentWriter) -> Result<(), CodecError> {
+        Ok(())
+    }
+    fn decode(_input: &mut SegmentReader<'_>) -> Result<Self, CodecError> {
+        Ok(Noop)
+    }
+}
+
+impl Action for Noop {
+    const ID: u128 = 0xbe4c_0001;
+    type Output = ();
+}
+
+/// Sends its payload back.
+struct Echo(Vec<u8>);
+
+impl WireValue for Echo {
+    const SCHEMA_ID: u64 = schema_id("bench.Echo/1");
+    fn encode(&self, out: &mut SegmentWriter) -> Result<(), CodecError> {
+        self.0.encode(out)
+    }
+    fn decode(input: &mut SegmentReader<'_>) -> Result<Self, CodecError> {
+        Vec::<u8>::decode(input).map(Echo)
+    }
+}
+
+impl Action for Echo {
+    const ID: u128 = 0xbe4c_0002;
+    type Output = Vec<u8>;
+}
+
+/// Tells a serving rank to stop.
+struct Stop;
+
+impl WireValue for Stop {
+    const SCHEMA_ID: u64 = schema_id("bench.Stop/1");
+    fn encode(&self, _out: &mut SegmentWriter) -> Result<(), CodecError> {
+        Ok(())
+    }
+    fn decode(_input: &mut SegmentReader<'_>) -> Result<Self, CodecError> {
+        Ok(Stop)
+    }
+}
+
+impl Action for Stop {
+    const ID: u128 = 0xbe4c_0003;
+    type Output = ();
+}
+
+type BoxError = Box<dyn std::error::Error>;
+
+/// How much to measure.
+#[derive(Clone, Copy)]
+struct Plan {
+    batches: usize,
+    pingpongs: usize,
+    round_trips: usize,
+    pipelined: usize,
+    window: usize,
+    sweep_iterations: usize,
+}
+
+const FULL: Plan = Plan {
+    batches: 5,
+    pingpongs: 20_000,
+    round_trips: 5_000,
+    pipelined: 200_000,
+    window: 1024,
+    sweep_iterations: 200,
+};
+const SMOKE: Plan = Plan {
+    batches: 1,
+    pingpongs: 50,
+    round_trips: 50,
+    pipelined: 2_048,
+    window: 1024,
+    sweep_iterations: 3,
+};
+
+const SIZES: [usize; 8] = [
+    8,
+    64,
+    1024,
+    8 * 1024,
+    64 * 1024,
+    256 * 1024,
+    512 * 1024,
+    1 << 20,
+];
+
+fn main() -> Result<(), BoxError> {
+    let smoke = std::env::args().any(|arg| arg == "--test");
+    let plan = if smoke { SMOKE } else { FULL };
+    let filter = std::env::args().skip(1).find(|arg| !arg.starts_with("--"));
+    let wanted = |key: &str| filter.as_deref().is_none_or(|f| key.contains(f));
+    let (universe, threading) =
+        mpi::initialize_with_threading(Threading::Funneled).ok_or("MPI initialised twice")?;
+    if threading < Threading::Funneled {
+        return Err(format!("MPI granted {threading:?}, dinah needs Funneled").into());
+    }
+    let world = universe.world();
+    if world.size() < 2 {
+        println!("benches/mpi: needs 2 ranks; run it with `cargo xtask bench mpi` (mpirun -n 2)");
+        return Ok(());
+    }
+    let rank = world.rank();
+    let mut table = Table::default();
+    // Raw MPI first, before dinah's runtime threads exist.
+    let raw_8 = median(plan.batches, || raw_pingpong(&world, 8, plan.pingpongs));
+    let raw_sweep: Vec<_> = SIZES
+        .iter()
+        .map(|&size| {
+            if !wanted("sweep") {
+                return Duration::ZERO;
+            }
+            median(plan.batches, || {
+                raw_pingpong(&world, size, plan.sweep_iterations)
+            })
+        })
+        .collect();
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut runtime = start_runtime(&world, &stop)?;
+    world.barrier();
+    if rank == 0 {
+        let peer = runtime.world().rank(1)?;
+        let client = runtime.client();
+        // Warm up: connections, buffers, worker threads.
+        for _ in 0..100 {
+            runtime.block_on(client.spawn_on(peer, Noop))?;
+        }
+        table.row(
+            "raw mpi 8 B ping-pong (immediate + test)",
+            fmt_us(raw_8),
+            "floor".into(),
+        );
+        if wanted("round-trip") {
+            let one = median(plan.batches, || {
+                let start = Instant::now();
+                for _ in 0..plan.round_trips {
+                    runtime
+                        .block_on(client.spawn_on(peer, Noop))
+                        .expect("no-op");
+                }
+                start.elapsed() / plan.round_trips as u32
+            });
+            let ratio = one.as_secs_f64() / raw_8.as_secs_f64();
+            let met = if ratio <= 2.0 { "met" } else { "not met" };
+            table.row(
+                "dinah no-op round trip, 1 in flight",
+                fmt_us(one),
+                format!("<= 2x raw: {ratio:.1}x, {met}"),
+            );
+        }
+        if wanted("pipelined") {
+            let pipelined = median(plan.batches, || {
+                let start = Instant::now();
+                let mut in_flight = VecDeque::with_capacity(plan.window);
+                let mut issued = 0;
+                while issued < plan.pipelined.min(plan.window) {
+                    in_flight.push_back(client.spawn_on(peer, Noop));
+                    issued += 1;
+                }
+                while let Some(call) = in_flight.pop_front() {
+                    runtime.block_on(call).expect("no-op");
+                    if issued < plan.pipelined {
+                        in_flight.push_back(client.spawn_on(peer, Noop));
+                        issued += 1;
+                    }
+                }
+                start.elapsed() / plan.pipelined as u32
+            });
+            let rate = 1.0 / pipelined.as_secs_f64();
+            let met = if rate >= 1e6 { "met" } else { "not met" };
+            table.row(
+                &format!("dinah no-op, {} in flight", plan.window),
+                format!("{rate:.0} actions/s"),
+                format!(">= 1,000,000/s: {met}"),
+            );
+        }
+        for (&size, raw) in SIZES.iter().zip(&raw_sweep).filter(|_| wanted("sweep")) {
+            let payload = vec![0x5a; size];
+            let echo = median(plan.batches, || {
+                let start = Instant::now();
+                for _ in 0..plan.sweep_iterations {
+                    let back = runtime
+                        .block_on(client.spawn_on(peer, Echo(payload.clone())))
+                        .expect("echo");
+                    assert_eq!(back.len(), size);
+                }
+                start.elapsed() / plan.sweep_iterations as u32
+            });
+            // Two payloads cross per round trip.
+            let rate = 2.0 * size as f64 / echo.as_secs_f64() / 1e6;
+            table.row(
+                &format!("payload {}: raw ping-pong / dinah echo", fmt_size(size)),
+                format!("{} / {}", fmt_us(*raw), fmt_us(echo)),
+                format!(
+                    "dinah {rate:.0} MB/s, {:.1}x raw",
+                    echo.as_secs_f64() / raw.as_secs_f64()
+                ),
+            );
+        }
+        let me = runtime.rank();
+        for peer in runtime.world().ranks().filter(|&r| r != me) {
+            runtime.block_on(client.spawn_on(peer, Stop))?;
+        }
+    } else {
+        let stop = Arc::clone(&stop);
+        runtime.block_on(std::future::poll_fn(|cx| {
+            // `block_on` polls again after every round of progress.
+            let _ = cx;
+            if stop.load(Ordering::Acquire) {
+                std::task::Poll::Ready(())
+            } else {
+                std::task::Poll::Pending
+            }
+        }));
+    }
+    // Rank 1's shutdown still sends the answer to `Stop` (queued responses
+    // are flushed before the goodbyes).
+    let report = runtime.shutdown(Duration::from_secs(30))?;
+    if rank == 0 {
+        println!(
+            "\nbenches/mpi{} (2 ranks, median of {} batches)\n",
+            if smoke { " --test" } else { "" },
+            plan.batches
+        );
+        table.print();
+        println!("\nrank 0 shutdown: clean = {}, {report}", report.is_clean());
+    }
+    drop(universe);
+    Ok(())
+}
+
+/// A runtime for this rank with limits that admit 1,024 calls in flight.
+fn start_runtime(world: &SimpleCommunicator, stop: &Arc<AtomicBool>) -> Result<Runtime, BoxError> {
+    let mut limits = RuntimeLimits::default();
+    limits.max_pending_calls = 4096;
+    limits.max_send_tickets = 4096;
+    limits.max_action_queue = 4096;
+    limits.max_dedup_entries = 8192;
+    limits.max_progress_events = 1024;
+    limits.max_cancellations = 1024;
+    limits.workers_per_domain = 1;
+    limits.max_retained_bytes = 256 << 20;
+    let mut builder = Runtime::builder(0xbe4c, ProtocolLimits::default(), limits)?;
+    builder.register::<Noop, _>(|Noop| Ok(()))?;
+    builder.register::<Echo, _>(|Echo(bytes)| Ok(bytes))?;
+    let stop = Arc::clone(stop);
+    builder.register::<Stop, _>(move |Stop| {
+        stop.store(true, Ordering::Release);
+        Ok(())
+    })?;
+    let (handle, driver) = MpiTransport::new().connect(world, builder.hello()?)?;
+    Ok(builder.start(handle, driver)?)
+}
+
+/// Mean round trip of `iterations` ping-pongs of `size` bytes between
+/// ranks 0 and 1 with immediate sends and receives completed by polling
+/// `test()`. Other ranks only take part in the barrier.
+fn raw_pingpong(world: &SimpleCommunicator, size: usize, iterations: usize) -> Duration {
+    let rank = world.rank();
+    let send = vec![0xa5u8; size];
+    let mut receive = vec![0u8; size];
+    world.barrier();
+    let start = Instant::now();
+    if rank <= 1 {
+        let peer = world.process_at_rank(1 - rank);
+        for _ in 0..iterations {
+            if rank == 0 {
+                mpi::request::scope(|scope| {
+                    let received = peer.immediate_receive_into(scope, &mut receive[..]);
+                    let sent = peer.immediate_send(scope, &send[..]);
+                    complete(sent);
+                    complete(received);
+                });
+            } else {
+                mpi::request::scope(|scope| {
+                    complete(peer.immediate_receive_into(scope, &mut receive[..]))
+                });
+                mpi::request::scope(|scope| complete(peer.immediate_send(scope, &send[..])));
+            }
+        }
+    }
+    let elapsed = start.elapsed();
+    world.barrier();
+    elapsed / iterations.max(1) as u32
+}
+
+/// Polls `request` with `test()` until it completes.
+fn complete<'a, D: ?Sized, S: mpi::request::Scope<'a>>(
+    mut request: mpi::request::Request<'a, D, S>,
+) {
+    loop {
+        match request.test() {
+            Ok(_) => return,
+            Err(pending) => request = pending,
+        }
+    }
+}
+
+fn median(batches: usize, mut measure: impl FnMut() -> Duration) -> Duration {
+    let mut samples: Vec<_> = (0..batches.max(1)).map(|_| measure()).collect();
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn fmt_us(duration: Duration) -> String {
+    format!("{:.2} us", duration.as_secs_f64() * 1e6)
+}
+
+fn fmt_size(size: usize) -> String {
+    match size {
+        s if s >= 1 << 20 => format!("{} MiB", s >> 20),
+        s if s >= 1024 => format!("{} KiB", s >> 10),
+        s => format!("{s} B"),
+    }
+}
+
+#[derive(Default)]
+struct Table {
+    rows: Vec<[String; 3]>,
+}
+
+impl Table {
+    fn row(&mut self, what: &str, value: String, target: String) {
+        self.rows.push([what.to_owned(), value, target]);
+    }
+
+    fn print(&self) {
+        println!("| measurement | value | goal / note |");
+        println!("| --- | --- | --- |");
+        for [what, value, target] in &self.rows {
+            println!("| {what} | {value} | {target} |");
+        }
+    }
+}

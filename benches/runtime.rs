@@ -1,0 +1,309 @@
+//! The runtime's own cost: a no-op action's round trip between two ranks
+//! in one process over the in-memory transport (threaded mode: one owner
+//! thread per rank), with 1 and 256 calls in flight, next to the same
+//! exchange done with raw frames over the same transport (the floor: what
+//! the transport alone costs for one request and one response).
+//!
+//! Also counts heap allocations per action with a counting global
+//! allocator, printed after the criterion output.
+#![expect(
+    clippy::print_stdout,
+    reason = "the benchmark reports allocation counts"
+)]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::hint::black_box;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use criterion::{BenchmarkId, Criterion, criterion_group};
+use dinah_core::wire::{Call, Channel, Header, Message, RelativeDeadline, encode_frame};
+use dinah_core::{ActionId, DomainId, ProtocolLimits, Rank, RequestId, RuntimeLimits, WorldSize};
+use dinah_std::transport::memory::{FaultPlan, SimMode, SimNetwork};
+use dinah_std::transport::{HandleConfig, TransportDriver, TransportEvent};
+use dinah_std::{Action, CodecError, Runtime, SegmentReader, SegmentWriter, WireValue, schema_id};
+
+/// Counts allocations; otherwise the system allocator.
+struct Counting;
+
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+// SAFETY: every method forwards to `System` with the caller's arguments
+// unchanged, so `System`'s guarantees hold; the counter is a relaxed atomic
+// that never allocates.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: forwarded unchanged; the caller upholds `alloc`'s contract.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from `System` through `alloc`/`realloc` above.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: forwarded unchanged; `ptr` came from `System`.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+struct Noop(u64);
+impl WireValue for Noop {
+    const SCHEMA_ID: u64 = schema_id("bench.Noop/1");
+    fn encode(&self, out: &mut SegmentWriter) -> Result<(), CodecError> {
+        self.0.encode(out)
+    }
+    fn decode(input: &mut SegmentReader<'_>) -> Result<Self, CodecError> {
+        u64::decode(input).map(Noop)
+    }
+}
+impl Action for Noop {
+    const ID: u128 = 0xbe_0001;
+    type Output = u64;
+}
+
+fn limits() -> RuntimeLimits {
+    let mut limits = RuntimeLimits::default();
+    limits.max_action_queue = 1024;
+    limits.max_pending_calls = 2048;
+    limits.max_send_tickets = 2048;
+    limits
+}
+
+/// Two started runtimes: rank 0 returned to the bench thread, rank 1
+/// serving on its own thread until stopped.
+struct Pair {
+    client_side: Runtime,
+    stop: Arc<AtomicBool>,
+    server: Option<JoinHandle<()>>,
+}
+
+impl Pair {
+    fn new() -> Self {
+        let world = WorldSize::new(2).unwrap();
+        let network = SimNetwork::with_mode(world, 1, FaultPlan::new(), SimMode::Threaded).unwrap();
+        let builder = || {
+            let mut builder = Runtime::builder(1, ProtocolLimits::default(), limits()).unwrap();
+            builder.register::<Noop, _>(|Noop(n)| Ok(n)).unwrap();
+            builder
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let server = {
+            let (network, stop) = (network.clone(), Arc::clone(&stop));
+            let builder = builder();
+            std::thread::spawn(move || {
+                let hello = builder.hello().unwrap();
+                let (handle, driver) = network
+                    .endpoint(world.rank(1).unwrap(), hello.handle)
+                    .unwrap();
+                let mut runtime = builder.start(handle, driver).unwrap();
+                runtime.block_on(std::future::poll_fn(|_| {
+                    if stop.load(Ordering::Relaxed) {
+                        std::task::Poll::Ready(())
+                    } else {
+                        std::task::Poll::Pending
+                    }
+                }));
+                drop(runtime);
+            })
+        };
+        let builder = builder();
+        let hello = builder.hello().unwrap();
+        let (handle, driver) = network.endpoint(Rank::ZERO, hello.handle).unwrap();
+        let client_side = builder.start(handle, driver).unwrap();
+        Self {
+            client_side,
+            stop,
+            server: Some(server),
+        }
+    }
+
+    /// Runs `n` calls with `in_flight` outstanding at a time.
+    fn run(&mut self, n: u64, in_flight: u64) {
+        let client = self.client_side.client();
+        let peer = Rank::new(1, self.client_side.world()).unwrap();
+        let mut done = 0;
+        while done < n {
+            let batch = in_flight.min(n - done);
+            let futures: Vec<_> = (0..batch).map(|i| client.spawn_on(peer, Noop(i))).collect();
+            for future in futures {
+                black_box(self.client_side.block_on(future).unwrap());
+            }
+            done += batch;
+        }
+    }
+}
+
+impl Drop for Pair {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(server) = self.server.take() {
+            let _ = server.join();
+        }
+    }
+}
+
+/// The floor: the same request/response exchange as raw frames over the
+/// same transport, the peer answering on its own polling thread.
+struct RawPair {
+    driver: dinah_std::transport::memory::SimDriver,
+    handle: dinah_std::transport::TransportHandle,
+    frame: Vec<u8>,
+    stop: Arc<AtomicBool>,
+    server: Option<JoinHandle<()>>,
+}
+
+fn raw_frame(origin: Rank, message: Message) -> Vec<u8> {
+    let payload: [&[u8]; 1] = [&7u64.to_le_bytes()];
+    let header = Header::new(origin, message, &payload, &ProtocolLimits::default()).unwrap();
+    let mut frame = vec![0; header.frame_len()];
+    encode_frame(&header, &payload, &mut frame).unwrap();
+    frame
+}
+
+impl RawPair {
+    fn new() -> Self {
+        let world = WorldSize::new(2).unwrap();
+        let network = SimNetwork::with_mode(world, 1, FaultPlan::new(), SimMode::Threaded).unwrap();
+        let call = Call {
+            request: RequestId::MIN,
+            action: ActionId::new(Noop::ID).unwrap(),
+            domain: DomainId::MIN,
+            trace: None,
+        };
+        let deadline = RelativeDeadline::from_duration(Duration::from_secs(1)).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let server = {
+            let (network, stop) = (network.clone(), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                let me = world.rank(1).unwrap();
+                let (handle, mut driver) = network.endpoint(me, HandleConfig::default()).unwrap();
+                handle.wakeup().bind_current();
+                let reply = raw_frame(me, Message::Result { call });
+                let mut events = Vec::new();
+                while !stop.load(Ordering::Relaxed) {
+                    events.clear();
+                    let _ = driver.poll(256, &mut events);
+                    for event in events.drain(..) {
+                        if let TransportEvent::Frame { from, .. } = event {
+                            let _ = handle.try_send(from, Channel::Action, reply.clone());
+                        }
+                    }
+                    driver.idle_wait(Duration::from_micros(50), Duration::from_millis(1));
+                }
+            })
+        };
+        let (handle, driver) = network
+            .endpoint(Rank::ZERO, HandleConfig::default())
+            .unwrap();
+        handle.wakeup().bind_current();
+        let frame = raw_frame(Rank::ZERO, Message::Request { call, deadline });
+        Self {
+            driver,
+            handle,
+            frame,
+            stop,
+            server: Some(server),
+        }
+    }
+
+    fn run(&mut self, n: u64, in_flight: u64) {
+        let peer = Rank::new(1, self.handle.world()).unwrap();
+        let mut events = Vec::new();
+        let mut done = 0;
+        while done < n {
+            let batch = in_flight.min(n - done);
+            for _ in 0..batch {
+                self.handle
+                    .try_send(peer, Channel::Action, self.frame.clone())
+                    .unwrap();
+            }
+            let mut answered = 0;
+            while answered < batch {
+                events.clear();
+                let _ = self.driver.poll(256, &mut events);
+                answered += events
+                    .iter()
+                    .filter(|e| matches!(e, TransportEvent::Frame { .. }))
+                    .count() as u64;
+                if answered < batch {
+                    self.driver
+                        .idle_wait(Duration::from_micros(50), Duration::from_millis(1));
+                }
+            }
+            done += batch;
+        }
+    }
+}
+
+impl Drop for RawPair {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(server) = self.server.take() {
+            let _ = server.join();
+        }
+    }
+}
+
+fn round_trips(c: &mut Criterion) {
+    let mut group = c.benchmark_group("runtime_round_trip");
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(5));
+    for in_flight in [1u64, 256] {
+        group.bench_function(BenchmarkId::new("raw_frames_memory", in_flight), |b| {
+            let mut pair = RawPair::new();
+            b.iter_custom(|iters| {
+                let start = Instant::now();
+                pair.run(iters, in_flight);
+                start.elapsed()
+            });
+        });
+        group.bench_function(BenchmarkId::new("dinah_noop_memory", in_flight), |b| {
+            let mut pair = Pair::new();
+            b.iter_custom(|iters| {
+                let start = Instant::now();
+                pair.run(iters, in_flight);
+                start.elapsed()
+            });
+        });
+    }
+    group.finish();
+}
+
+/// Allocations per action, over a fixed number of calls (both ranks'
+/// allocations count: they share the process).
+fn allocations_per_action() {
+    for in_flight in [1u64, 256] {
+        let mut pair = Pair::new();
+        pair.run(1024, in_flight);
+        let calls = 4096;
+        let before = ALLOCATIONS.load(Ordering::Relaxed);
+        pair.run(calls, in_flight);
+        let after = ALLOCATIONS.load(Ordering::Relaxed);
+        println!(
+            "runtime_round_trip/dinah_noop_memory/{in_flight}: {:.1} allocations per action (both ranks)",
+            (after - before) as f64 / calls as f64
+        );
+    }
+}
+
+criterion_group!(benches, round_trips);
+
+fn main() {
+    benches();
+    if !std::env::args().any(|a| a == "--test") {
+        allocations_per_action();
+    }
+    criterion::Criterion::default()
+        .configure_from_args()
+        .final_summary();
+}

@@ -1,0 +1,490 @@
+//! The TCP transport against the raw TCP floor, measured in the same run:
+//! two ranks over loopback, as two threads of this process (each rank's
+//! owner and reader threads are real threads; only the address space is
+//! shared).
+//!
+//! - `raw_ping_pong_8b`: blocking std sockets with `TCP_NODELAY`, 8 bytes
+//!   each way, one in flight (the latency floor);
+//! - `raw_pipelined_64b`: 64-byte request frames through a `BufWriter`,
+//!   1,024 in flight, echoed by a server that flushes its `BufWriter`
+//!   whenever its input is momentarily drained (the throughput floor);
+//! - `dinah_noop/1` and `dinah_noop/1024`: a no-op action's round trip
+//!   through two runtimes over the TCP transport, 1 and 1,024 in flight;
+//! - `payload/raw/N` and `payload/dinah/N`: an N-byte echo, 8 B to 1 MiB,
+//!   one in flight.
+//!
+//! Goals (not assertions): `dinah_noop/1` within 1.5x `raw_ping_pong_8b`;
+//! `dinah_noop/1024` at 500,000 actions/s or more and at least half of
+//! `raw_pipelined_64b`'s request rate.
+
+use std::hint::black_box;
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group};
+use dinah_core::wire::{Call, Channel, Header, Message, RelativeDeadline, encode_frame};
+use dinah_core::{ActionId, DomainId, ProtocolLimits, Rank, RequestId, RuntimeLimits, WorldSize};
+use dinah_std::transport::{TransportDriver, TransportEvent, TransportHandle};
+use dinah_std::{Action, CodecError, Runtime, SegmentReader, SegmentWriter, WireValue, schema_id};
+use dinah_tcp::{Membership, TcpTransport};
+
+struct Noop(u64);
+
+impl WireValue for Noop {
+    const SCHEMA_ID: u64 = schema_id("bench.Noop/1");
+    fn encode(&self, out: &mut SegmentWriter) -> Result<(), CodecError> {
+        self.0.encode(out)
+    }
+    fn decode(input: &mut SegmentReader<'_>) -> Result<Self, CodecError> {
+        u64::decode(input).map(Noop)
+    }
+}
+
+impl Action for Noop {
+    const ID: u128 = 0xbe_0001;
+    type Output = u64;
+}
+
+struct Echo(Vec<u8>);
+
+impl WireValue for Echo {
+    const SCHEMA_ID: u64 = schema_id("bench.Echo/1");
+    fn encode(&self, out: &mut SegmentWriter) -> Result<(), CodecError> {
+        out.push(&self.0);
+        Ok(())
+    }
+    fn decode(input: &mut SegmentReader<'_>) -> Result<Self, CodecError> {
+        Ok(Echo(input.next_segment()?.to_vec()))
+    }
+}
+
+impl Action for Echo {
+    const ID: u128 = 0xbe_0002;
+    type Output = Bytes;
+}
+
+/// An echoed payload, encoded as one segment without per-byte work.
+struct Bytes(Vec<u8>);
+
+impl WireValue for Bytes {
+    const SCHEMA_ID: u64 = schema_id("bench.Bytes/1");
+    fn encode(&self, out: &mut SegmentWriter) -> Result<(), CodecError> {
+        out.push(&self.0);
+        Ok(())
+    }
+    fn decode(input: &mut SegmentReader<'_>) -> Result<Self, CodecError> {
+        Ok(Bytes(input.next_segment()?.to_vec()))
+    }
+}
+
+fn cfg() -> dinah_tcp::TcpConfig {
+    let mut c = dinah_tcp::TcpConfig::default();
+    if let Ok(us) = std::env::var("RETRY_US") {
+        c.blocked_write_retry = Duration::from_micros(us.parse().unwrap());
+    }
+    c
+}
+
+fn spin() -> Duration {
+    Duration::from_micros(
+        std::env::var("SPIN_US")
+            .map(|v| v.parse().unwrap())
+            .unwrap_or(50),
+    )
+}
+
+fn limits() -> RuntimeLimits {
+    let mut limits = RuntimeLimits::default();
+    limits.max_action_queue = 2048;
+    limits.max_pending_calls = 2048;
+    limits.max_send_tickets = 2048;
+    limits
+}
+
+fn builder() -> dinah_std::RuntimeBuilder {
+    let mut builder = Runtime::builder(7, ProtocolLimits::default(), limits()).unwrap();
+    builder.register::<Noop, _>(|Noop(n)| Ok(n)).unwrap();
+    builder
+        .register::<Echo, _>(|Echo(bytes)| Ok(Bytes(bytes)))
+        .unwrap();
+    builder
+}
+
+/// Two runtimes over TCP: rank 0 on the bench thread, rank 1 serving on
+/// its own thread until dropped.
+struct Pair {
+    client_side: Option<Runtime>,
+    stop: Arc<AtomicBool>,
+    server: Option<JoinHandle<()>>,
+}
+
+impl Pair {
+    fn new() -> Self {
+        let world = WorldSize::new(2).unwrap();
+        let mut members = Membership::loopback(world).unwrap().into_iter();
+        let (zero, one) = (members.next().unwrap(), members.next().unwrap());
+        let stop = Arc::new(AtomicBool::new(false));
+        let server = {
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                let builder = builder();
+                let (handle, driver) =
+                    TcpTransport::connect(one, builder.hello().unwrap()).unwrap();
+                let mut runtime = builder.start(handle, driver).unwrap();
+                runtime.block_on(std::future::poll_fn(|_| {
+                    if stop.load(Ordering::Relaxed) {
+                        std::task::Poll::Ready(())
+                    } else {
+                        std::task::Poll::Pending
+                    }
+                }));
+            })
+        };
+        let builder = builder();
+        let (handle, driver) = TcpTransport::connect(zero, builder.hello().unwrap()).unwrap();
+        let client_side = builder.start(handle, driver).unwrap();
+        Self {
+            client_side: Some(client_side),
+            stop,
+            server: Some(server),
+        }
+    }
+
+    fn runtime(&mut self) -> &mut Runtime {
+        self.client_side.as_mut().expect("running")
+    }
+
+    /// Runs `n` no-op calls with `in_flight` outstanding at a time.
+    fn noop(&mut self, n: u64, in_flight: u64) {
+        let runtime = self.runtime();
+        let client = runtime.client();
+        let peer = Rank::new(1, runtime.world()).unwrap();
+        let mut done = 0;
+        while done < n {
+            let batch = in_flight.min(n - done);
+            let futures: Vec<_> = (0..batch).map(|i| client.spawn_on(peer, Noop(i))).collect();
+            for future in futures {
+                black_box(runtime.block_on(future).unwrap());
+            }
+            done += batch;
+        }
+    }
+
+    /// Echoes `payload` `n` times, one call at a time.
+    fn echo(&mut self, n: u64, payload: &[u8]) {
+        let runtime = self.runtime();
+        let client = runtime.client();
+        let peer = Rank::new(1, runtime.world()).unwrap();
+        for _ in 0..n {
+            let Bytes(back) = runtime
+                .block_on(client.spawn_on(peer, Echo(payload.to_vec())))
+                .unwrap();
+            assert_eq!(back.len(), payload.len());
+        }
+    }
+}
+
+impl Drop for Pair {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        drop(self.client_side.take());
+        if let Some(server) = self.server.take() {
+            let _ = server.join();
+        }
+    }
+}
+
+/// A connected loopback pair with `TCP_NODELAY` on both ends.
+fn socket_pair() -> (TcpStream, TcpStream) {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let (server, _) = listener.accept().unwrap();
+    client.set_nodelay(true).unwrap();
+    server.set_nodelay(true).unwrap();
+    (client, server)
+}
+
+/// A raw echo server: reads `len`-byte messages and writes each back.
+/// With `batched`, replies go through a `BufWriter` flushed only when no
+/// more input is buffered.
+fn echo_server(stream: TcpStream, len: usize, batched: bool) -> JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut input = BufReader::with_capacity(64 << 10, stream.try_clone().unwrap());
+        let mut output = BufWriter::with_capacity(64 << 10, stream);
+        let mut message = vec![0u8; len];
+        loop {
+            if input.read_exact(&mut message).is_err() {
+                return;
+            }
+            if output.write_all(&message).is_err() {
+                return;
+            }
+            if (!batched || input.buffer().is_empty()) && output.flush().is_err() {
+                return;
+            }
+        }
+    })
+}
+
+/// Blocking ping-pong of `len`-byte messages, one in flight.
+struct RawPingPong {
+    client: TcpStream,
+    message: Vec<u8>,
+    server: Option<JoinHandle<()>>,
+}
+
+impl RawPingPong {
+    fn new(len: usize) -> Self {
+        let (client, server) = socket_pair();
+        Self {
+            client,
+            message: vec![1u8; len],
+            server: Some(echo_server(server, len, false)),
+        }
+    }
+
+    fn run(&mut self, n: u64) {
+        for _ in 0..n {
+            self.client.write_all(&self.message).unwrap();
+            self.client.read_exact(&mut self.message).unwrap();
+        }
+    }
+}
+
+impl Drop for RawPingPong {
+    fn drop(&mut self) {
+        let _ = self.client.shutdown(std::net::Shutdown::Both);
+        if let Some(server) = self.server.take() {
+            let _ = server.join();
+        }
+    }
+}
+
+/// Pipelined 64-byte requests, `window` in flight, written through a
+/// buffered writer and echoed by a batching server.
+struct RawPipelined {
+    writer: BufWriter<TcpStream>,
+    reader: BufReader<TcpStream>,
+    server: Option<JoinHandle<()>>,
+}
+
+impl RawPipelined {
+    fn new() -> Self {
+        let (client, server) = socket_pair();
+        let reader = BufReader::with_capacity(64 << 10, client.try_clone().unwrap());
+        let writer = BufWriter::with_capacity(64 << 10, client);
+        Self {
+            writer,
+            reader,
+            server: Some(echo_server(server, 64, true)),
+        }
+    }
+
+    fn run(&mut self, n: u64, window: u64) {
+        let request = [3u8; 64];
+        let mut response = [0u8; 64];
+        let mut done = 0;
+        while done < n {
+            let batch = window.min(n - done);
+            for _ in 0..batch {
+                self.writer.write_all(&request).unwrap();
+            }
+            self.writer.flush().unwrap();
+            for _ in 0..batch {
+                self.reader.read_exact(&mut response).unwrap();
+            }
+            done += batch;
+        }
+    }
+}
+
+impl Drop for RawPipelined {
+    fn drop(&mut self) {
+        let _ = self.writer.get_ref().shutdown(std::net::Shutdown::Both);
+        if let Some(server) = self.server.take() {
+            let _ = server.join();
+        }
+    }
+}
+
+/// The transport alone: request frames from rank 0, answered with result
+/// frames by rank 1's owner thread polling its driver, one in flight
+/// (what the TCP transport adds to the raw socket floor, without the
+/// runtime's worker hand-offs).
+struct FramePair {
+    driver: dinah_tcp::TcpDriver,
+    handle: TransportHandle,
+    frame: Vec<u8>,
+    stop: Arc<AtomicBool>,
+    server: Option<JoinHandle<()>>,
+}
+
+fn raw_frame(origin: Rank, message: Message, len: usize) -> Vec<u8> {
+    let bytes = vec![7u8; len];
+    let payload: [&[u8]; 1] = [&bytes];
+    let header = Header::new(origin, message, &payload, &ProtocolLimits::default()).unwrap();
+    let mut frame = vec![0; header.frame_len()];
+    encode_frame(&header, &payload, &mut frame).unwrap();
+    frame
+}
+
+impl FramePair {
+    /// A pair exchanging `len`-byte payloads each way.
+    fn new(len: usize) -> Self {
+        let world = WorldSize::new(2).unwrap();
+        let mut members = Membership::loopback(world).unwrap().into_iter();
+        let (zero, one) = (members.next().unwrap(), members.next().unwrap());
+        let call = Call {
+            request: RequestId::MIN,
+            action: ActionId::new(Noop::ID).unwrap(),
+            domain: DomainId::MIN,
+            trace: None,
+        };
+        let deadline = RelativeDeadline::from_duration(Duration::from_secs(1)).unwrap();
+        let hello = builder().hello().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let server = {
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                let me = one.rank();
+                let (handle, mut driver) = TcpTransport::connect_with(one, hello, cfg()).unwrap();
+                handle.wakeup().bind_current();
+                let reply = raw_frame(me, Message::Result { call }, len);
+                let mut events = Vec::new();
+                while !stop.load(Ordering::Relaxed) {
+                    events.clear();
+                    let _ = driver.poll(256, &mut events);
+                    for event in events.drain(..) {
+                        if let TransportEvent::Frame { from, .. } = event {
+                            let _ = handle.try_send(from, Channel::Action, reply.clone());
+                        }
+                    }
+                    driver.idle_wait(spin(), Duration::from_millis(1));
+                }
+            })
+        };
+        let (handle, driver) = TcpTransport::connect_with(zero, hello, cfg()).unwrap();
+        handle.wakeup().bind_current();
+        let frame = raw_frame(Rank::ZERO, Message::Request { call, deadline }, len);
+        Self {
+            driver,
+            handle,
+            frame,
+            stop,
+            server: Some(server),
+        }
+    }
+
+    fn run(&mut self, n: u64) {
+        let peer = Rank::new(1, self.handle.world()).unwrap();
+        let mut events = Vec::new();
+        for _ in 0..n {
+            self.handle
+                .try_send(peer, Channel::Action, self.frame.clone())
+                .unwrap();
+            let mut answered = false;
+            while !answered {
+                events.clear();
+                let _ = self.driver.poll(256, &mut events);
+                answered = events
+                    .iter()
+                    .any(|e| matches!(e, TransportEvent::Frame { .. }));
+                if !answered {
+                    self.driver
+                        .idle_wait(Duration::from_micros(50), Duration::from_millis(1));
+                }
+            }
+        }
+    }
+}
+
+impl Drop for FramePair {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(server) = self.server.take() {
+            let _ = server.join();
+        }
+    }
+}
+
+fn timed(mut run: impl FnMut(u64)) -> impl FnMut(u64) -> Duration {
+    move |iters| {
+        let start = Instant::now();
+        run(iters);
+        start.elapsed()
+    }
+}
+
+fn latency(c: &mut Criterion) {
+    let mut group = c.benchmark_group("tcp_round_trip");
+    group
+        .sample_size(30)
+        .measurement_time(Duration::from_secs(4));
+    group.bench_function("raw_ping_pong_8b", |b| {
+        let mut raw = RawPingPong::new(8);
+        b.iter_custom(timed(|n| raw.run(n)));
+    });
+    group.bench_function("transport_frames", |b| {
+        let mut pair = FramePair::new(8);
+        b.iter_custom(timed(|n| pair.run(n)));
+    });
+    group.bench_function(BenchmarkId::new("dinah_noop", 1), |b| {
+        let mut pair = Pair::new();
+        b.iter_custom(timed(|n| pair.noop(n, 1)));
+    });
+    group.finish();
+}
+
+fn throughput(c: &mut Criterion) {
+    let mut group = c.benchmark_group("tcp_throughput");
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(4))
+        .throughput(Throughput::Elements(1));
+    group.bench_function(BenchmarkId::new("raw_pipelined_64b", 1024), |b| {
+        let mut raw = RawPipelined::new();
+        b.iter_custom(timed(|n| raw.run(n, 1024)));
+    });
+    group.bench_function(BenchmarkId::new("dinah_noop", 1024), |b| {
+        let mut pair = Pair::new();
+        b.iter_custom(timed(|n| pair.noop(n, 1024)));
+    });
+    group.finish();
+}
+
+fn payloads(c: &mut Criterion) {
+    let mut group = c.benchmark_group("tcp_payload");
+    group
+        .sample_size(15)
+        .measurement_time(Duration::from_secs(3));
+    for len in [8usize, 1 << 10, 64 << 10, 1 << 20] {
+        group.throughput(Throughput::Bytes(2 * len as u64));
+        group.bench_with_input(BenchmarkId::new("raw", len), &len, |b, &len| {
+            let mut raw = RawPingPong::new(len);
+            b.iter_custom(timed(|n| raw.run(n)));
+        });
+        group.bench_with_input(BenchmarkId::new("transport", len), &len, |b, &len| {
+            let mut pair = FramePair::new(len);
+            b.iter_custom(timed(|n| pair.run(n)));
+        });
+        group.bench_with_input(BenchmarkId::new("dinah", len), &len, |b, &len| {
+            let mut pair = Pair::new();
+            let payload = vec![5u8; len];
+            b.iter_custom(timed(|n| pair.echo(n, &payload)));
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, latency, throughput, payloads);
+
+fn main() {
+    benches();
+    criterion::Criterion::default()
+        .configure_from_args()
+        .final_summary();
+}

@@ -1,0 +1,58 @@
+//! Tuning of the MPI transport.
+
+use std::time::Duration;
+
+/// Options of an [`MpiTransport`](crate::MpiTransport).
+///
+/// The defaults suit most runs; every field is public, so a configuration
+/// is `MpiConfig::default()` with the fields that differ set.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use dinah_mpi::{MpiConfig, MpiTransport};
+///
+/// let mut config = MpiConfig::default();
+/// config.bootstrap_timeout = Duration::from_secs(5);
+/// let transport = MpiTransport::with_config(config);
+/// assert_eq!(transport.config().bootstrap_timeout, Duration::from_secs(5));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct MpiConfig {
+    /// How long [`connect`](crate::MpiTransport::connect) waits for every
+    /// peer's hello before failing with
+    /// [`MpiError::SetupTimeout`](crate::MpiError::SetupTimeout).
+    pub bootstrap_timeout: Duration,
+    /// The most messages being received at once on each lane (matched and
+    /// not yet handed to the runtime). Each holds a buffer of up to the
+    /// protocol's `max_frame_bytes`, so this bounds the driver's receive
+    /// memory; when a lane reaches it the driver stops matching on that
+    /// lane, and further messages wait inside MPI. The bound is per lane so
+    /// large action messages being received never keep a cancellation from
+    /// being matched.
+    pub max_pending_receives: usize,
+    /// The longest one idle wait parks when nothing arrives. MPI cannot
+    /// wake a parked thread, so the driver spins briefly, then parks for a
+    /// doubling interval up to this bound and polls again: a smaller bound
+    /// answers an idle rank's first message sooner, a larger one burns
+    /// less CPU while a rank has nothing to do.
+    pub max_idle_park: Duration,
+}
+
+impl MpiConfig {
+    /// The defaults: 30 s to bootstrap, 64 pending receives, idle parks of
+    /// at most 1 ms.
+    pub const DEFAULT: Self = Self {
+        bootstrap_timeout: Duration::from_secs(30),
+        max_pending_receives: 64,
+        max_idle_park: Duration::from_millis(1),
+    };
+}
+
+impl Default for MpiConfig {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}

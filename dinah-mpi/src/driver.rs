@@ -1,0 +1,646 @@
+//! The owner-thread driver: every MPI call the transport makes after
+//! bootstrap happens in here, on the thread that owns the runtime.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::time::{Duration, Instant};
+
+use dinah_core::wire::Channel;
+use dinah_core::{ProtocolLimits, Rank, WorldSize};
+use dinah_std::transport::{
+    DownReason, DriverCounts, Outgoing, PeerStatus, TransportDriver, TransportError,
+    TransportEvent, TransportHandle,
+};
+use mpi::traits::{Communicator, Source};
+
+use crate::comm::{self, PrivateComm};
+use crate::config::MpiConfig;
+use crate::farewell;
+use crate::peers::{Notice, Peers};
+use crate::receive::{Probe, Receives};
+use crate::send::{SendKind, Sends};
+use crate::tags::Stream;
+
+/// The error reported for a frame too long for an MPI count
+/// (`MPI_ERR_COUNT`; the protocol caps frames far below, so only a frame
+/// queued on the handle by hand can hit it).
+const ERR_COUNT: i32 = mpi::ffi::MPI_ERR_COUNT as i32;
+
+/// The shortest idle park; each idle wait without news doubles it up to
+/// [`MpiConfig::max_idle_park`].
+const FIRST_IDLE_PARK: Duration = Duration::from_micros(20);
+
+/// Close markers are rare: while running, their tag is probed only on
+/// every this many polls (each empty probe costs a round of MPI progress).
+const CLOSE_PROBE_INTERVAL: u64 = 16;
+
+/// How long requests in flight keep the idle wait busy (checking and
+/// yielding instead of parking) without any of them completing. A large
+/// message completes well within it; a send to a rank that stopped
+/// receiving never does, and then the wait parks as usual.
+const BUSY_WHILE_STALLED: Duration = Duration::from_millis(10);
+
+/// The owner-thread side of the MPI transport, polled by the runtime.
+///
+/// Built by [`MpiTransport::connect`](crate::MpiTransport::connect) on the
+/// thread that calls MPI, and **not `Send`**: it holds MPI requests and a
+/// communicator, which must stay on that thread (under OpenMPI they are
+/// raw pointers; the driver is `!Send` whatever the MPI implementation).
+///
+/// # What a poll does
+///
+/// In order, each step bounded: report queued peer notices; test every
+/// send in flight (one `MPI_Testsome`) and release the completed ones on
+/// the handle; take frames from
+/// the handle (control lane first) and post each as an immediate send, at
+/// most as many in flight per lane as the handle's queue holds; during a
+/// shutdown, once the handle is empty, post the goodbyes; then receive:
+/// on the control tag first, then the action tag, hand out completed
+/// messages and match new ones (matched probe plus immediate receive)
+/// until the event budget or the pending-receive bound is reached; close
+/// markers only once both lanes had nothing left to match (and, while
+/// running, only every 16th poll: they are rare and an empty probe costs a
+/// round of MPI progress).
+///
+/// MPI makes progress only inside MPI calls, so the driver cannot wake its
+/// owner: [`idle_wait`](TransportDriver::idle_wait) probes while it spins
+/// and then parks only briefly (see [`MpiConfig::max_idle_park`]).
+///
+/// # Dropping
+///
+/// Dropping the driver closes it as
+/// [`close`](TransportDriver::close) does, with no time to finish sends
+/// beyond one test: nothing ever blocks on a peer.
+pub struct MpiDriver {
+    comm: PrivateComm,
+    handle: TransportHandle,
+    me: Rank,
+    world: WorldSize,
+    limits: ProtocolLimits,
+    config: MpiConfig,
+    session: u64,
+    /// Each peer's session number, from its hello.
+    sessions: Vec<u64>,
+    sends: Sends,
+    receives: Receives,
+    peers: Peers,
+    phase: Phase,
+    frames_received: u64,
+    bytes_received: u64,
+    leaked: Leaked,
+    idle_park: Duration,
+    /// When a poll last found work.
+    last_progress: Instant,
+    /// Polls so far.
+    polls: u64,
+    /// The driver never leaves its thread, whatever the MPI implementation.
+    _owner_thread: PhantomData<*const ()>,
+}
+
+/// Where the driver is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Sending and receiving.
+    Running,
+    /// Shutdown begun: the handle is closed, its frames are still sent.
+    Flushing,
+    /// The goodbyes are posted: only receiving and completing.
+    GoodbyeSent,
+    /// Closed: nothing more happens.
+    Closed,
+}
+
+/// What a close left to MPI (forgotten requests, leaked buffers).
+#[derive(Debug, Clone, Copy, Default)]
+struct Leaked {
+    sends: u64,
+    bytes: u64,
+}
+
+/// The events of one poll and the budget left.
+struct Out<'a> {
+    events: &'a mut Vec<TransportEvent>,
+    left: usize,
+}
+
+impl Out<'_> {
+    fn full(&self) -> bool {
+        self.left == 0
+    }
+
+    fn push(&mut self, event: TransportEvent) {
+        self.events.push(event);
+        self.left = self.left.saturating_sub(1);
+    }
+}
+
+/// What [`MpiTransport::connect`](crate::MpiTransport::connect) hands the
+/// driver.
+pub(crate) struct Parts {
+    pub(crate) comm: PrivateComm,
+    pub(crate) handle: TransportHandle,
+    pub(crate) limits: ProtocolLimits,
+    pub(crate) config: MpiConfig,
+    pub(crate) session: u64,
+    pub(crate) sessions: Vec<u64>,
+    pub(crate) sends: Sends,
+}
+
+impl MpiDriver {
+    pub(crate) fn new(parts: Parts) -> Self {
+        let Parts {
+            comm,
+            handle,
+            limits,
+            config,
+            session,
+            sessions,
+            sends,
+        } = parts;
+        let (me, world) = (handle.rank(), handle.world());
+        Self {
+            comm,
+            me,
+            world,
+            limits,
+            config,
+            session,
+            sessions,
+            sends,
+            receives: Receives::new(world),
+            peers: Peers::new(me, world),
+            phase: Phase::Running,
+            frames_received: 0,
+            bytes_received: 0,
+            leaked: Leaked::default(),
+            idle_park: FIRST_IDLE_PARK,
+            last_progress: Instant::now(),
+            polls: 0,
+            handle,
+            _owner_thread: PhantomData,
+        }
+    }
+
+    /// This rank.
+    pub fn rank(&self) -> Rank {
+        self.me
+    }
+
+    /// The number of ranks.
+    pub fn world(&self) -> WorldSize {
+        self.world
+    }
+
+    /// The options it runs with.
+    pub fn config(&self) -> &MpiConfig {
+        &self.config
+    }
+
+    /// Reports queued notices while the budget lasts (and applies the ones
+    /// that need no event regardless).
+    fn emit_notices(&mut self, out: &mut Out<'_>) -> bool {
+        let mut progress = false;
+        while let Some(notice) = self.peers.next_notice() {
+            let event = match notice {
+                Notice::Leaving(peer) => {
+                    if matches!(
+                        self.handle.peer_status(peer),
+                        PeerStatus::Up | PeerStatus::Connecting
+                    ) {
+                        self.handle.set_peer_status(peer, PeerStatus::Leaving);
+                    }
+                    None
+                }
+                Notice::Closed(peer) => {
+                    // Drained and closed: later sends fail at once, quietly.
+                    self.handle.mark_down(peer, DownReason::LocalClose);
+                    None
+                }
+                Notice::Up(_) | Notice::Drained(_) | Notice::Down(..) if out.full() => {
+                    self.peers.defer_notice(notice);
+                    break;
+                }
+                Notice::Up(peer) => {
+                    if self.handle.peer_status(peer) == PeerStatus::Connecting {
+                        self.handle.set_peer_status(peer, PeerStatus::Up);
+                    }
+                    Some(TransportEvent::PeerUp { peer })
+                }
+                Notice::Drained(peer) => Some(TransportEvent::PeerDrained { peer }),
+                Notice::Down(peer, reason) => {
+                    self.handle.mark_down(peer, reason);
+                    Some(TransportEvent::PeerDown {
+                        peer,
+                        error: TransportError::PeerDown { peer, reason },
+                    })
+                }
+            };
+            progress = true;
+            if let Some(event) = event {
+                out.push(event);
+            }
+        }
+        progress
+    }
+
+    /// Takes `channel`'s frames from the handle and posts them, while the
+    /// lane's in-flight bound and the event budget allow.
+    fn post_lane(&mut self, channel: Channel, out: &mut Out<'_>) -> bool {
+        let config = self.handle.config();
+        let limit = match channel {
+            Channel::Control => config.control_queue,
+            Channel::Action => config.action_queue,
+        };
+        let mut progress = false;
+        while !out.full() && self.sends.frames(channel) < limit {
+            let Some(Outgoing { to, frame }) = self.handle.pop_outgoing(channel) else {
+                break;
+            };
+            progress = true;
+            let error = if self.handle.peer_status(to) == PeerStatus::Down || self.peers.is_down(to)
+            {
+                let reason = self
+                    .handle
+                    .down_reason(to)
+                    .unwrap_or(DownReason::LocalClose);
+                Some(TransportError::PeerDown { peer: to, reason })
+            } else if i32::try_from(frame.len()).is_err() {
+                Some(TransportError::Mpi { code: ERR_COUNT })
+            } else {
+                None
+            };
+            if let Some(error) = error {
+                self.handle.complete_send(frame.len(), false);
+                out.push(TransportEvent::SendFailed {
+                    to,
+                    channel,
+                    frame,
+                    error,
+                });
+                continue;
+            }
+            self.peers.on_sent(to, channel);
+            let stream = Stream::of(channel);
+            self.sends.post(
+                self.comm.get(),
+                to,
+                stream,
+                frame.into_boxed_slice(),
+                SendKind::Frame(channel),
+            );
+        }
+        progress
+    }
+
+    /// Posts a goodbye on both lanes to every peer not down.
+    fn post_goodbyes(&mut self) {
+        let peers: Vec<Rank> = self
+            .peers
+            .others()
+            .filter(|&peer| !self.peers.is_down(peer))
+            .collect();
+        for peer in peers {
+            for channel in Channel::ALL {
+                let bytes = farewell::goodbye(self.me, self.peers.sent(peer, channel));
+                self.sends.post(
+                    self.comm.get(),
+                    peer,
+                    Stream::of(channel),
+                    bytes,
+                    SendKind::Internal,
+                );
+            }
+        }
+        self.phase = Phase::GoodbyeSent;
+    }
+
+    /// Receives on both lanes (control first) and then the close markers.
+    fn receive(&mut self, out: &mut Out<'_>) -> bool {
+        let mut progress = false;
+        let mut exhausted = true;
+        for channel in Channel::ALL {
+            let stream = Stream::of(channel);
+            loop {
+                progress |= self.take_frames(channel, out) > 0;
+                if out.full() || self.receives.len_of(stream) >= self.config.max_pending_receives {
+                    exhausted = false;
+                    break;
+                }
+                match self.receives.probe(self.comm.get(), stream) {
+                    Probe::Empty => break,
+                    Probe::Started { .. } => progress = true,
+                }
+            }
+        }
+        self.polls = self.polls.wrapping_add(1);
+        let close_due = self.phase != Phase::Running || self.polls % CLOSE_PROBE_INTERVAL == 0;
+        if exhausted && close_due {
+            progress |= self.receive_close_markers();
+        }
+        progress
+    }
+
+    /// Hands out `channel`'s completed messages: goodbyes are absorbed,
+    /// frames become events. Returns how many events.
+    fn take_frames(&mut self, channel: Channel, out: &mut Out<'_>) -> usize {
+        let Self {
+            receives,
+            peers,
+            world,
+            limits,
+            frames_received,
+            bytes_received,
+            ..
+        } = self;
+        let (world, limits) = (*world, *limits);
+        let mut absorbed = false;
+        let counted = receives.take_ready(Stream::of(channel), out.left, |from, bytes| {
+            if let Some(frames_sent) = farewell::parse_goodbye(&bytes, channel, from, world, limits)
+            {
+                peers.on_goodbye(from, channel, frames_sent);
+                absorbed = true;
+                return false;
+            }
+            peers.on_frame(from, channel);
+            *frames_received += 1;
+            *bytes_received += bytes.len() as u64;
+            out.push(TransportEvent::Frame {
+                from,
+                channel,
+                bytes,
+            });
+            true
+        });
+        counted + usize::from(absorbed)
+    }
+
+    /// Matches and applies the close markers waiting (at most one per peer
+    /// and poll, so the work is bounded).
+    fn receive_close_markers(&mut self) -> bool {
+        let mut progress = false;
+        for _ in 0..self.world.get() {
+            match self.receives.probe(self.comm.get(), Stream::Close) {
+                Probe::Empty => break,
+                Probe::Started { .. } => progress = true,
+            }
+        }
+        let Self {
+            receives,
+            peers,
+            sessions,
+            ..
+        } = self;
+        receives.take_ready(Stream::Close, usize::MAX, |from, bytes| {
+            // A marker from an earlier transport on a reused communicator
+            // context carries another session number: ignored.
+            if let Some((session, lost)) = farewell::parse_close_marker(&bytes) {
+                if sessions.get(from.index()) == Some(&session) {
+                    peers.on_close(from, lost > 0);
+                }
+            }
+            true
+        });
+        progress
+    }
+
+    /// Is there anything for a poll to do? Probes every polled tag and
+    /// tests the requests in flight (completing sends is itself progress).
+    fn mpi_ready(&mut self) -> bool {
+        let comm = self.comm.get();
+        let arrived = Stream::POLLED.iter().any(|stream| {
+            comm.any_process()
+                .immediate_probe_with_tag(stream.tag())
+                .is_some()
+        });
+        arrived || self.receives.poll_ready() || self.sends.complete(&self.handle) > 0
+    }
+
+    /// Gives up on everything MPI still holds (see [`TransportDriver::close`]).
+    fn abandon(&mut self) {
+        let sends = self.sends.abandon(&self.handle);
+        let (_, receive_bytes) = self.receives.abandon();
+        self.leaked.sends += sends.requests;
+        self.leaked.bytes += sends.bytes + receive_bytes;
+    }
+
+    /// Closes without a clean drain: goodbyes (if not sent yet), sends given
+    /// until `deadline`, then a close marker to every live peer that still
+    /// expects something from this rank.
+    fn close_unclean(&mut self, deadline: Instant) {
+        if self.phase != Phase::GoodbyeSent {
+            self.post_goodbyes();
+        }
+        loop {
+            let _ = self.sends.complete(&self.handle);
+            if self.sends.is_empty() || Instant::now() >= deadline {
+                break;
+            }
+            std::thread::yield_now();
+        }
+        let peers: Vec<Rank> = self
+            .peers
+            .others()
+            .filter(|&peer| !self.peers.is_down(peer))
+            .collect();
+        for peer in peers {
+            let lost = self.sends.pending_to(peer);
+            if self.peers.is_drained(peer) && lost == 0 {
+                // It said goodbye and will drain this rank from its goodbyes.
+                continue;
+            }
+            let marker = farewell::close_marker(self.session, lost);
+            self.sends.post(
+                self.comm.get(),
+                peer,
+                Stream::Close,
+                marker,
+                SendKind::Internal,
+            );
+        }
+        let _ = self.sends.complete(&self.handle);
+    }
+}
+
+impl TransportDriver for MpiDriver {
+    /// One bounded round of MPI work (see the [type documentation](MpiDriver)
+    /// for the steps). Appends at most `budget` events.
+    ///
+    /// # Errors
+    ///
+    /// [`TransportError::Closed`] once the driver is closed.
+    fn poll(
+        &mut self,
+        budget: usize,
+        events: &mut Vec<TransportEvent>,
+    ) -> Result<bool, TransportError> {
+        if self.phase == Phase::Closed {
+            return Err(TransportError::Closed);
+        }
+        let mut out = Out {
+            events,
+            left: budget,
+        };
+        let mut progress = self.emit_notices(&mut out);
+        progress |= self.sends.complete(&self.handle) > 0;
+        for channel in Channel::ALL {
+            progress |= self.post_lane(channel, &mut out);
+        }
+        if self.phase == Phase::Flushing {
+            let queued = self.handle.counts();
+            if queued.queued_control + queued.queued_action == 0 {
+                self.post_goodbyes();
+                progress = true;
+            }
+        }
+        progress |= self.receive(&mut out);
+        progress |= self.emit_notices(&mut out);
+        if progress {
+            self.idle_park = FIRST_IDLE_PARK;
+            self.last_progress = Instant::now();
+        }
+        Ok(progress)
+    }
+
+    /// Returns as soon as there may be work: a wake-up on the handle (a
+    /// client queued a frame), a message waiting on one of the transport's
+    /// tags, a receive or send that completed.
+    ///
+    /// While requests are in flight, MPI moves their data only inside MPI
+    /// calls (a large message crosses in many fragments), so the driver
+    /// keeps checking, yielding the CPU between checks, until one of the
+    /// above or `timeout` (unless nothing completed for 10 ms: a send to a
+    /// rank that stopped receiving must not keep the owner busy forever).
+    /// Otherwise it checks for up to `spin`, then parks (woken by the
+    /// handle only) for a doubling interval, from 20 µs up to
+    /// [`MpiConfig::max_idle_park`], never beyond `timeout`; any poll that
+    /// finds work resets the interval.
+    fn idle_wait(&mut self, spin: Duration, timeout: Duration) {
+        if self.phase == Phase::Closed || !comm::is_live() {
+            self.handle.wakeup().wait(spin, timeout);
+            return;
+        }
+        let start = Instant::now();
+        let in_flight = (!self.sends.is_empty() || self.receives.len() > 0)
+            && self.last_progress.elapsed() < BUSY_WHILE_STALLED;
+        let spin = if in_flight {
+            timeout
+        } else {
+            spin.min(timeout)
+        };
+        loop {
+            if self.handle.wakeup().take() || self.mpi_ready() {
+                self.idle_park = FIRST_IDLE_PARK;
+                self.last_progress = Instant::now();
+                return;
+            }
+            if start.elapsed() >= spin {
+                break;
+            }
+            // Yield rather than spin: the runtime's worker threads (and, when
+            // ranks share cores, the other ranks) may need this CPU to
+            // produce what is being waited for.
+            std::thread::yield_now();
+        }
+        let park = self.idle_park.min(timeout.saturating_sub(start.elapsed()));
+        self.idle_park = (self.idle_park * 2).min(self.config.max_idle_park.max(FIRST_IDLE_PARK));
+        if !park.is_zero() {
+            self.handle.wakeup().wait(Duration::ZERO, park);
+        }
+    }
+
+    fn handle(&self) -> &TransportHandle {
+        &self.handle
+    }
+
+    /// Closes the handle to new frames; the frames already queued are still
+    /// sent, then the next poll that finds the handle empty posts a goodbye
+    /// on each lane to every peer not down, announcing the frames posted to
+    /// it on that lane. Receiving goes on. Idempotent.
+    fn begin_shutdown(&mut self) {
+        self.handle.close();
+        if self.phase == Phase::Running {
+            self.phase = Phase::Flushing;
+        }
+    }
+
+    /// True once the goodbyes are posted, every send completed, nothing is
+    /// being received, every peer drained (or is down) and that was
+    /// reported, and the handle holds nothing.
+    fn is_drained(&self) -> bool {
+        let handle = self.handle.counts();
+        self.phase == Phase::GoodbyeSent
+            && self.sends.is_empty()
+            && self.receives.len() == 0
+            && !self.peers.has_notices()
+            && self.peers.undrained() == 0
+            && handle.queued_control == 0
+            && handle.queued_action == 0
+            && handle.in_flight == 0
+    }
+
+    /// Counts beyond the handle's (a frame taken from the handle stays
+    /// counted there until its send completes): `in_flight_frames` are the
+    /// transport's own messages in flight (goodbyes, close markers) plus
+    /// the sends abandoned by [`close`](Self::close); `retained_bytes` are
+    /// theirs plus the pending receive buffers (leaked ones included).
+    fn counts(&self) -> DriverCounts {
+        let (internal, internal_bytes) = self.sends.internal();
+        DriverCounts {
+            in_flight_frames: internal as u64 + self.leaked.sends,
+            retained_bytes: internal_bytes + self.receives.bytes() + self.leaked.bytes,
+            undrained_peers: self.peers.undrained(),
+            frames_received: self.frames_received,
+            bytes_received: self.bytes_received,
+        }
+    }
+
+    /// Closes the transport without waiting on any peer beyond `deadline`.
+    ///
+    /// After a clean drain nothing is outstanding: the private
+    /// communicator is freed and nothing else is sent. Otherwise the driver
+    /// posts its goodbyes (if it had not), gives its sends until `deadline`
+    /// to complete, and sends a close marker to every live peer that still
+    /// expects something from it (so later calls to this rank fail there at
+    /// once); then it forgets every incomplete request and leaks its
+    /// buffer (MPI may still use it), releases each abandoned frame's
+    /// ticket on the handle, and leaks the communicator (something may
+    /// still arrive on it). The frames still queued on the handle are
+    /// discarded. If MPI is already finalised, no MPI call is made at all.
+    /// Returns what is left; later polls fail with
+    /// [`TransportError::Closed`].
+    fn close(&mut self, deadline: Instant) -> DriverCounts {
+        if self.phase == Phase::Closed {
+            return self.counts();
+        }
+        let clean = self.is_drained();
+        self.handle.close();
+        let _ = self.handle.discard_queued();
+        let live = comm::is_live();
+        if live && !clean {
+            self.close_unclean(deadline);
+        }
+        self.abandon();
+        let _ = self.comm.release(live && clean);
+        self.phase = Phase::Closed;
+        self.counts()
+    }
+}
+
+impl Drop for MpiDriver {
+    fn drop(&mut self) {
+        let _ = self.close(Instant::now());
+    }
+}
+
+impl fmt::Debug for MpiDriver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MpiDriver")
+            .field("rank", &self.me)
+            .field("world", &self.world)
+            .field("phase", &self.phase)
+            .field("session", &self.session)
+            .field("pending_receives", &self.receives.len())
+            .field("counts", &self.counts())
+            .finish_non_exhaustive()
+    }
+}

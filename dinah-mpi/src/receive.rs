@@ -1,0 +1,187 @@
+//! Receiving without blocking: matched probe, then immediate receive.
+//!
+//! [`Receives::probe`] asks MPI for the next message of one stream from
+//! any source (`MPI_Improbe`). A matched message is removed from MPI's
+//! matching queue, so no other probe or receive can take it, and must be
+//! received: an immediate matched receive (`MPI_Imrecv`) into a buffer
+//! sized exactly from the probed count is started at once. Small messages
+//! have usually arrived whole and complete on the first test; large ones
+//! (MPI's rendezvous protocol) complete after later progress.
+//!
+//! Receives complete in any order, but messages of one stream from one
+//! source are handed out in the order they were matched, which is the
+//! order the source sent them: [`Receives::take_ready`] skips a source
+//! whose earlier message is still incomplete. A slow large message from
+//! one source therefore never holds up other sources.
+//!
+//! The number of pending receives is bounded by the caller, per stream (so
+//! large action messages being received never keep a cancellation from
+//! being matched); their buffers are what the driver reports as retained
+//! receive bytes.
+
+use std::collections::VecDeque;
+
+use dinah_core::Rank;
+use dinah_core::WorldSize;
+use mpi::datatype::Equivalence;
+use mpi::topology::SimpleCommunicator;
+use mpi::traits::{Communicator, Source};
+
+use crate::owned::OwnedRequest;
+use crate::tags::Stream;
+
+/// One matched message being received.
+#[derive(Debug)]
+struct Pending {
+    from: Rank,
+    request: OwnedRequest,
+    /// The bytes, once the receive completed.
+    done: Option<Box<[u8]>>,
+}
+
+/// The pending receives of every stream a driver polls.
+#[derive(Debug)]
+pub(crate) struct Receives {
+    world: WorldSize,
+    /// Per [`Stream::index`], in the order MPI matched them.
+    pending: [VecDeque<Pending>; 4],
+    bytes: u64,
+    /// Scratch: sources whose earliest pending message is incomplete.
+    blocked: Vec<bool>,
+}
+
+/// What a probe found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Probe {
+    /// Nothing is waiting on that stream.
+    Empty,
+    /// A message from `from` of `len` bytes is being received.
+    Started {
+        /// The sender.
+        from: Rank,
+        /// Its length in bytes.
+        len: usize,
+    },
+}
+
+impl Receives {
+    /// No pending receives, for a communicator of `world` ranks.
+    pub(crate) fn new(world: WorldSize) -> Self {
+        Self {
+            world,
+            pending: std::array::from_fn(|_| VecDeque::new()),
+            bytes: 0,
+            blocked: vec![false; world.get() as usize],
+        }
+    }
+
+    /// Matches the next message of `stream` from any source and starts
+    /// receiving it.
+    pub(crate) fn probe(&mut self, comm: &SimpleCommunicator, stream: Stream) -> Probe {
+        let Some((message, status)) = comm
+            .any_process()
+            .immediate_matched_probe_with_tag(stream.tag())
+        else {
+            return Probe::Empty;
+        };
+        // A count never exceeds `i32::MAX`; a negative one (MPI_UNDEFINED)
+        // cannot happen for bytes, and would receive nothing.
+        let len = usize::try_from(status.count(u8::equivalent_datatype())).unwrap_or(0);
+        let from = u32::try_from(status.source_rank())
+            .ok()
+            .and_then(|rank| self.world.rank(rank).ok())
+            .expect("MPI reports a source inside the communicator");
+        let request = OwnedRequest::receive(message, len);
+        self.bytes += len as u64;
+        self.pending[stream.index()].push_back(Pending {
+            from,
+            request,
+            done: None,
+        });
+        Probe::Started { from, len }
+    }
+
+    /// Tests the incomplete receives of every stream (without handing
+    /// anything out). Returns whether any completed.
+    pub(crate) fn poll_ready(&mut self) -> bool {
+        let mut any = false;
+        for pending in self.pending.iter_mut().flatten() {
+            if pending.done.is_none() {
+                if let Some(bytes) = pending.request.test() {
+                    pending.done = Some(bytes);
+                    any = true;
+                }
+            }
+        }
+        any
+    }
+
+    /// Hands out the completed messages of `stream`, each source's in
+    /// matching order, to `deliver`, until `max` of them counted: `deliver`
+    /// returns whether the message counts (an event for the caller's
+    /// budget) or was absorbed (a goodbye). Returns how many counted.
+    pub(crate) fn take_ready(
+        &mut self,
+        stream: Stream,
+        max: usize,
+        mut deliver: impl FnMut(Rank, Vec<u8>) -> bool,
+    ) -> usize {
+        self.blocked.iter_mut().for_each(|b| *b = false);
+        let queue = &mut self.pending[stream.index()];
+        let mut counted = 0;
+        let mut index = 0;
+        while index < queue.len() && counted < max {
+            let from = queue[index].from;
+            if self.blocked[from.index()] {
+                index += 1;
+                continue;
+            }
+            let entry = &mut queue[index];
+            if entry.done.is_none() {
+                entry.done = entry.request.test();
+            }
+            let Some(bytes) = entry.done.take() else {
+                // Later messages from this source wait for this one.
+                self.blocked[from.index()] = true;
+                index += 1;
+                continue;
+            };
+            let _ = queue.remove(index);
+            self.bytes -= bytes.len() as u64;
+            if deliver(from, bytes.into_vec()) {
+                counted += 1;
+            }
+        }
+        counted
+    }
+
+    /// Pending receives of `stream` (complete or not).
+    pub(crate) fn len_of(&self, stream: Stream) -> usize {
+        self.pending[stream.index()].len()
+    }
+
+    /// Pending receives of all streams (complete or not).
+    pub(crate) fn len(&self) -> usize {
+        self.pending.iter().map(VecDeque::len).sum()
+    }
+
+    /// Bytes of the pending receives' buffers.
+    pub(crate) fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Gives up on every pending receive: incomplete ones are forgotten
+    /// and their buffers leaked (MPI may still write them); completed ones
+    /// are freed. Returns the leaked (requests, bytes).
+    pub(crate) fn abandon(&mut self) -> (u64, u64) {
+        let mut leaked = (0, 0);
+        for pending in self.pending.iter_mut().flat_map(std::mem::take) {
+            if pending.request.is_pending() {
+                leaked.0 += 1;
+                leaked.1 += pending.request.len() as u64;
+            }
+        }
+        self.bytes = 0;
+        leaked
+    }
+}

@@ -1,0 +1,243 @@
+//! Sends in flight: posted immediately, tracked until MPI completes them.
+//!
+//! The driver turns each frame it takes from the handle into an immediate
+//! send and keeps it here until MPI reports it complete. Completion of a
+//! standard-mode send means MPI no longer needs the buffer, not that the
+//! peer received it: delivery is what the goodbye counts establish.
+//!
+//! # Buffers and requests
+//!
+//! Each buffer is a `Box<[u8]>` leaked for the duration of the send
+//! ([`Box::leak`], lent to MPI as a `'static` slice under the `mpi`
+//! crate's [`StaticScope`]) and rebuilt into its box once MPI completed
+//! the request. The requests are kept as raw `MPI_Request` handles in one
+//! array, so a single `MPI_Testsome` per call tests them all (one round
+//! of MPI progress instead of one per incomplete request). A send still
+//! incomplete when the transport closes is abandoned: its request is never
+//! completed and its buffer is leaked, so it stays valid for whatever MPI
+//! may still do with it.
+//!
+//! # Accounting
+//!
+//! A frame taken from the handle stays counted by the handle (a send
+//! ticket and its bytes) until [`TransportHandle::complete_send`] is
+//! called for it, exactly once: here when its request completes, or in
+//! [`Sends::abandon`] when the transport closes first. The transport's own
+//! messages (hello, goodbyes, close markers) are counted by the driver.
+
+use std::fmt;
+use std::mem::MaybeUninit;
+use std::os::raw::c_int;
+use std::ptr::NonNull;
+
+use dinah_core::Rank;
+use dinah_core::wire::Channel;
+use dinah_std::transport::TransportHandle;
+use mpi::ffi::{MPI_Request, MPI_Status};
+use mpi::request::StaticScope;
+use mpi::topology::SimpleCommunicator;
+use mpi::traits::{Communicator, Destination};
+
+use crate::tags::Stream;
+
+/// Who accounts for a send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SendKind {
+    /// A frame taken from the handle on this lane.
+    Frame(Channel),
+    /// The transport's own message.
+    Internal,
+}
+
+/// What a send in flight owns besides its request.
+#[derive(Debug)]
+struct InFlight {
+    /// The leaked buffer MPI reads from.
+    buffer: NonNull<[u8]>,
+    to: Rank,
+    kind: SendKind,
+}
+
+/// Every send this driver posted and MPI has not completed yet.
+///
+/// Invariant: `requests[i]` is the live request of the send whose buffer
+/// is `entries[i].buffer`; MPI may read that buffer until the request
+/// completes, and nothing frees it before.
+pub(crate) struct Sends {
+    requests: Vec<MPI_Request>,
+    entries: Vec<InFlight>,
+    /// Scratch for `MPI_Testsome`.
+    indices: Vec<c_int>,
+    statuses: Vec<MaybeUninit<MPI_Status>>,
+    /// Handle frames in flight, per lane ([`Channel::index`]).
+    frames: [usize; 2],
+    /// Internal messages in flight and their bytes.
+    internal: usize,
+    internal_bytes: u64,
+}
+
+/// What [`Sends::abandon`] left to MPI: requests forgotten, buffers leaked.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Abandoned {
+    /// Requests forgotten.
+    pub(crate) requests: u64,
+    /// Bytes of their leaked buffers.
+    pub(crate) bytes: u64,
+}
+
+impl Sends {
+    /// An empty set with room for `capacity` sends before it reallocates.
+    pub(crate) fn with_capacity(capacity: usize) -> Self {
+        Self {
+            requests: Vec::with_capacity(capacity),
+            entries: Vec::with_capacity(capacity),
+            indices: Vec::with_capacity(capacity),
+            statuses: Vec::with_capacity(capacity),
+            frames: [0; 2],
+            internal: 0,
+            internal_bytes: 0,
+        }
+    }
+
+    /// Posts an immediate (standard mode) send of `bytes` to `to` on
+    /// `stream`.
+    pub(crate) fn post(
+        &mut self,
+        comm: &SimpleCommunicator,
+        to: Rank,
+        stream: Stream,
+        bytes: Box<[u8]>,
+        kind: SendKind,
+    ) {
+        let len = bytes.len() as u64;
+        let dest = i32::try_from(to.get()).expect("ranks of an MPI communicator fit an i32");
+        let buffer = NonNull::from(Box::leak(bytes));
+        // SAFETY: `buffer` comes from a leaked box, so it is valid,
+        // aligned and initialised for its whole length. It is freed only by
+        // `complete`, after MPI reported this send complete, and leaked by
+        // `abandon` otherwise, so the `'static` borrow never dangles. No
+        // mutable reference to it exists while the send is in flight.
+        let data: &'static [u8] = unsafe { buffer.as_ref() };
+        let request =
+            comm.process_at_rank(dest)
+                .immediate_send_with_tag(StaticScope, data, stream.tag());
+        // SAFETY: `into_raw` requires the request to be completed within
+        // its scope's lifetime: the scope is `'static`, and the request is
+        // completed by `MPI_Testsome` in `complete` or abandoned with its
+        // buffer leaked, which keeps every buffer it reads valid forever.
+        let (raw, _, StaticScope) = unsafe { request.into_raw() };
+        match kind {
+            SendKind::Frame(channel) => self.frames[channel.index()] += 1,
+            SendKind::Internal => {
+                self.internal += 1;
+                self.internal_bytes += len;
+            }
+        }
+        self.requests.push(raw);
+        self.entries.push(InFlight { buffer, to, kind });
+    }
+
+    /// Tests every send in flight with one `MPI_Testsome` and releases
+    /// each one that completed (a frame's ticket on `handle`, counted as
+    /// sent). Returns how many completed.
+    pub(crate) fn complete(&mut self, handle: &TransportHandle) -> usize {
+        let n = self.requests.len();
+        if n == 0 {
+            return 0;
+        }
+        self.indices.resize(n, 0);
+        self.statuses.resize_with(n, MaybeUninit::uninit);
+        let count = c_int::try_from(n).expect("sends in flight are bounded far below i32::MAX");
+        let mut done: c_int = 0;
+        // SAFETY: `requests` holds `n` live requests (completed ones are
+        // removed below, so none is the null request); `indices` and
+        // `statuses` have room for `n` entries each, as `MPI_Testsome`
+        // may write that many; `done` is a valid place for the count. MPI
+        // sets each completed request to the null request.
+        unsafe {
+            mpi::ffi::MPI_Testsome(
+                count,
+                self.requests.as_mut_ptr(),
+                &mut done,
+                self.indices.as_mut_ptr(),
+                self.statuses.as_mut_ptr().cast::<MPI_Status>(),
+            );
+        }
+        let done = usize::try_from(done).unwrap_or(0).min(n);
+        // Remove from the highest index down, so `swap_remove` only ever
+        // moves an entry that is still in flight (or already examined).
+        self.indices[..done].sort_unstable_by(|a, b| b.cmp(a));
+        for i in 0..done {
+            let index =
+                usize::try_from(self.indices[i]).expect("MPI reports indices below the count");
+            let _ = self.requests.swap_remove(index);
+            let entry = self.entries.swap_remove(index);
+            // SAFETY: MPI completed the request that read this buffer (it
+            // is now the null request and was removed), so nothing refers
+            // to the buffer any more; it came from `Box::leak` in `post`
+            // and is rebuilt exactly once, here, as its entry is removed.
+            let buffer = unsafe { Box::from_raw(entry.buffer.as_ptr()) };
+            self.release(entry.kind, buffer.len(), handle, true);
+        }
+        done
+    }
+
+    fn release(&mut self, kind: SendKind, len: usize, handle: &TransportHandle, sent: bool) {
+        match kind {
+            SendKind::Frame(channel) => {
+                self.frames[channel.index()] -= 1;
+                handle.complete_send(len, sent);
+            }
+            SendKind::Internal => {
+                self.internal -= 1;
+                self.internal_bytes -= len as u64;
+            }
+        }
+    }
+
+    /// Handle frames of `channel` in flight.
+    pub(crate) fn frames(&self, channel: Channel) -> usize {
+        self.frames[channel.index()]
+    }
+
+    /// Internal messages in flight, and their bytes.
+    pub(crate) fn internal(&self) -> (usize, u64) {
+        (self.internal, self.internal_bytes)
+    }
+
+    /// Sends to `peer` still in flight.
+    pub(crate) fn pending_to(&self, peer: Rank) -> u64 {
+        self.entries.iter().filter(|entry| entry.to == peer).count() as u64
+    }
+
+    /// Is nothing in flight?
+    pub(crate) fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Gives up on every send still in flight: each request is forgotten
+    /// and its buffer leaked (MPI may still read it), and each frame's
+    /// ticket is released on `handle` as not sent. Returns what was left.
+    pub(crate) fn abandon(&mut self, handle: &TransportHandle) -> Abandoned {
+        let mut left = Abandoned::default();
+        self.requests.clear();
+        for entry in std::mem::take(&mut self.entries) {
+            let len = entry.buffer.len();
+            left.requests += 1;
+            left.bytes += len as u64;
+            self.release(entry.kind, len, handle, false);
+            // The buffer stays leaked: MPI may still read it.
+        }
+        left
+    }
+}
+
+impl fmt::Debug for Sends {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sends")
+            .field("in_flight", &self.entries.len())
+            .field("frames", &self.frames)
+            .field("internal", &self.internal)
+            .finish()
+    }
+}

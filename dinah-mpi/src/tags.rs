@@ -1,0 +1,97 @@
+//! The MPI tags the transport uses on its private communicator.
+//!
+//! Every transport duplicates the communicator it is given, so its tags
+//! cannot collide with the application's messages or with another
+//! transport's; they are small constants, far below the 32,767 every MPI
+//! implementation must support.
+//!
+//! MPI keeps messages in order only per (source, tag, communicator). That
+//! is what the two lanes rely on: a cancellation on the control tag is
+//! never queued behind action traffic, and, conversely, it may overtake
+//! the request it cancels (the runtime's deduplication table keeps a
+//! tombstone for a cancellation of a request it has not seen yet).
+
+use dinah_core::wire::Channel;
+use mpi::Tag;
+
+/// What a message on the transport's communicator is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Stream {
+    /// The bootstrap record: a hello plus the sender's session number.
+    Hello,
+    /// Frames of the control lane (cancellations, goodbyes).
+    Control,
+    /// Frames of the action lane (requests, results, errors).
+    Action,
+    /// The close marker: the sender closed its transport without a clean
+    /// drain and will receive nothing more.
+    Close,
+}
+
+impl Stream {
+    /// The streams a driver receives in every poll, in the order it drains
+    /// them: control before action, so cancellations pass saturated action
+    /// traffic; close markers last.
+    pub(crate) const POLLED: [Self; 3] = [Self::Control, Self::Action, Self::Close];
+
+    /// The MPI tag of this stream.
+    pub(crate) const fn tag(self) -> Tag {
+        match self {
+            Self::Hello => 1,
+            Self::Control => 2,
+            Self::Action => 3,
+            Self::Close => 4,
+        }
+    }
+
+    /// The stream carrying `channel`'s frames.
+    pub(crate) const fn of(channel: Channel) -> Self {
+        match channel {
+            Channel::Control => Self::Control,
+            Channel::Action => Self::Action,
+        }
+    }
+
+    /// A dense index for per-stream tables (0..4).
+    pub(crate) const fn index(self) -> usize {
+        match self {
+            Self::Hello => 0,
+            Self::Control => 1,
+            Self::Action => 2,
+            Self::Close => 3,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_are_distinct_small_and_positive() {
+        let all = [
+            Stream::Hello,
+            Stream::Control,
+            Stream::Action,
+            Stream::Close,
+        ];
+        for (i, a) in all.iter().enumerate() {
+            assert!((1..32_767).contains(&a.tag()));
+            assert_eq!(a.index(), i);
+            for b in &all[i + 1..] {
+                assert_ne!(a.tag(), b.tag());
+            }
+        }
+    }
+
+    #[test]
+    fn lanes_map_to_their_streams() {
+        assert_eq!(Stream::of(Channel::Control), Stream::Control);
+        assert_eq!(Stream::of(Channel::Action), Stream::Action);
+        assert_eq!(
+            Stream::POLLED[0],
+            Stream::Control,
+            "control is drained first"
+        );
+    }
+}

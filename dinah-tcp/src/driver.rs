@@ -1,0 +1,423 @@
+//! The owner-thread side of the TCP transport.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use dinah_core::wire::{Channel, DecodeContext};
+use dinah_core::{ProtocolLimits, Rank};
+use dinah_std::transport::{
+    DriverCounts, Outgoing, PeerStatus, TransportDriver, TransportError, TransportEvent,
+    TransportHandle,
+};
+
+use crate::channel::Connection;
+use crate::config::TcpConfig;
+use crate::error::TcpError;
+use crate::setup::Established;
+
+mod io;
+
+use io::Out;
+
+/// How long dropping a driver that was not closed waits for its reader
+/// threads.
+const DROP_JOIN: Duration = Duration::from_millis(50);
+
+/// Where a peer stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PeerState {
+    /// Connected.
+    Up,
+    /// Both its goodbyes arrived, each after exactly the frames it
+    /// announced.
+    Drained,
+    /// Gone (or this side gave up on it).
+    Down,
+}
+
+/// One peer: a connection per channel.
+#[derive(Debug)]
+struct Peer {
+    rank: Rank,
+    state: PeerState,
+    lanes: [Connection; 2],
+}
+
+/// Where the driver's own shutdown stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// Serving.
+    Running,
+    /// `begin_shutdown` was called: flushing the handle's frames.
+    Flushing,
+    /// Goodbyes are queued behind every frame.
+    GoodbyeQueued,
+}
+
+/// The driver of a TCP transport, polled by the runtime's owner thread.
+///
+/// Reading is done by one thread per connection (two per peer): it blocks
+/// in `read`, checks and assembles frames, and hands them over through a
+/// bounded inbox, waking the owner. Writing is done here, on the owner
+/// thread, without blocking: each [`poll`](TransportDriver::poll) takes the
+/// handle's frames (control lane first), queues them per connection, and
+/// writes as many as the sockets take, gathering up to 64 frames per
+/// `sendmsg`. See the [crate documentation](crate) for the design and
+/// its measurements.
+///
+/// Dropping the driver closes it as [`close`](TransportDriver::close) does,
+/// waiting at most 50 ms for its reader threads.
+pub struct TcpDriver {
+    handle: TransportHandle,
+    me: Rank,
+    config: TcpConfig,
+    peers: Vec<Peer>,
+    /// Events owed to the runtime (peer changes, failed sends), reported
+    /// before anything else as the budget allows.
+    owed: VecDeque<TransportEvent>,
+    /// Per lane: a frame taken from the handle that waits for room.
+    stash: [Option<Outgoing>; 2],
+    /// Per lane: frames this rank sent itself.
+    loopback: [VecDeque<Vec<u8>>; 2],
+    /// Per lane: the peer to read from first in the next poll.
+    cursor: [usize; 2],
+    stage: Stage,
+    frames_received: u64,
+    bytes_received: u64,
+    rejected: Vec<TcpError>,
+    rejected_total: u64,
+    /// What was left when the driver was closed.
+    closed: Option<DriverCounts>,
+}
+
+impl TcpDriver {
+    /// Starts the reader threads of `established`'s connections.
+    pub(crate) fn start(
+        handle: TransportHandle,
+        established: Established,
+        limits: ProtocolLimits,
+        config: TcpConfig,
+    ) -> Result<Self, TcpError> {
+        let (me, world) = (handle.rank(), handle.world());
+        let mut peers = Vec::new();
+        let mut owed = VecDeque::new();
+        for (index, streams) in established.streams.into_iter().enumerate() {
+            let Some([control, action]) = streams else {
+                continue;
+            };
+            let rank = world
+                .rank(index as u32)
+                .expect("set-up connects ranks of the world");
+            let ctx = DecodeContext::new(Channel::Control, rank, world, limits)
+                .expect("limits were validated");
+            let start = |stream, channel| {
+                Connection::start(
+                    stream,
+                    ctx.with_channel(channel),
+                    &config,
+                    handle.wakeup().clone(),
+                )
+            };
+            // On failure the connections started so far are dropped: their
+            // sockets close and their readers end.
+            let lanes = [
+                start(control, Channel::Control)?,
+                start(action, Channel::Action)?,
+            ];
+            peers.push(Peer {
+                rank,
+                state: PeerState::Up,
+                lanes,
+            });
+            handle.set_peer_status(rank, PeerStatus::Up);
+            owed.push_back(TransportEvent::PeerUp { peer: rank });
+        }
+        Ok(Self {
+            handle,
+            me,
+            config,
+            peers,
+            owed,
+            stash: [None, None],
+            loopback: [VecDeque::new(), VecDeque::new()],
+            cursor: [0, 0],
+            stage: Stage::Running,
+            frames_received: 0,
+            bytes_received: 0,
+            rejected: established.rejected,
+            rejected_total: established.rejected_total,
+            closed: None,
+        })
+    }
+
+    /// The rank this driver serves.
+    pub fn rank(&self) -> Rank {
+        self.me
+    }
+
+    /// The connections refused during set-up (strangers with garbage, a
+    /// wrong or duplicate hello, silence...), each with its typed error;
+    /// the first 64 are kept.
+    pub fn rejected(&self) -> &[TcpError] {
+        &self.rejected
+    }
+
+    /// How many connections were refused during set-up in all.
+    pub fn rejected_total(&self) -> u64 {
+        self.rejected_total
+    }
+
+    fn peer_index(&self, rank: Rank) -> Option<usize> {
+        // Peers are in rank order without this rank.
+        let index = if rank < self.me {
+            rank.index()
+        } else {
+            rank.index().checked_sub(1)?
+        };
+        (rank != self.me && index < self.peers.len()).then_some(index)
+    }
+
+    fn live_counts(&self) -> DriverCounts {
+        let mut counts = DriverCounts {
+            frames_received: self.frames_received,
+            bytes_received: self.bytes_received,
+            ..DriverCounts::default()
+        };
+        // A down peer's inbox is emptied and closed; what its reader may
+        // still hold is freed when that thread ends.
+        for peer in self
+            .peers
+            .iter()
+            .filter(|peer| peer.state != PeerState::Down)
+        {
+            if peer.state == PeerState::Up {
+                counts.undrained_peers += 1;
+            }
+            for conn in &peer.lanes {
+                let (frames, bytes) = conn.outbox.own();
+                counts.in_flight_frames += frames;
+                counts.retained_bytes += bytes + conn.inbox.retained_bytes();
+            }
+        }
+        counts.retained_bytes += self
+            .loopback
+            .iter()
+            .flatten()
+            .map(|f| f.len() as u64)
+            .sum::<u64>();
+        counts
+    }
+
+    /// Joins the reader threads, waiting at most until `deadline`; the
+    /// ones still running are left to end on their own (their sockets are
+    /// shut down).
+    fn join_readers(&mut self, deadline: Instant) {
+        loop {
+            let mut running = false;
+            for conn in self.peers.iter_mut().flat_map(|peer| peer.lanes.iter_mut()) {
+                match conn.reader.take() {
+                    Some(reader) if reader.is_finished() => {
+                        let _ = reader.join();
+                    }
+                    Some(reader) => {
+                        conn.reader = Some(reader);
+                        running = true;
+                    }
+                    None => {}
+                }
+            }
+            let now = Instant::now();
+            if !running || now >= deadline {
+                return;
+            }
+            thread::sleep((deadline - now).min(Duration::from_millis(1)));
+        }
+    }
+}
+
+impl TransportDriver for TcpDriver {
+    /// One round, in this order: report owed events (`PeerUp` after
+    /// set-up, `PeerDown`, `PeerDrained`, `SendFailed`); take the handle's
+    /// frames, control lane first (a frame for a down peer becomes
+    /// `SendFailed`); after [`begin_shutdown`](Self::begin_shutdown), once
+    /// the handle is empty, queue the goodbyes; write what the sockets take;
+    /// then hand over what the readers delivered, all control-lane items
+    /// before action-lane ones, one per peer in turn. At most `budget`
+    /// events are appended; what does not fit waits for the next poll.
+    ///
+    /// # Errors
+    ///
+    /// [`TransportError::Closed`] once the driver is closed.
+    fn poll(
+        &mut self,
+        budget: usize,
+        events: &mut Vec<TransportEvent>,
+    ) -> Result<bool, TransportError> {
+        if self.closed.is_some() {
+            return Err(TransportError::Closed);
+        }
+        let mut out = Out {
+            events,
+            left: budget,
+        };
+        let mut progress = self.emit_owed(&mut out);
+        progress |= self.take_frames();
+        progress |= self.queue_goodbyes();
+        progress |= self.write();
+        progress |= self.receive(&mut out);
+        progress |= self.emit_owed(&mut out);
+        Ok(progress)
+    }
+
+    /// Waits on the handle's wakeup, which every reader triggers when it
+    /// delivers something and every `try_send` triggers. While a socket's
+    /// buffer is full, waits at most
+    /// [`blocked_write_retry`](TcpConfig::blocked_write_retry), since
+    /// nothing wakes the owner when the socket drains.
+    fn idle_wait(&mut self, spin: Duration, timeout: Duration) {
+        let blocked = self
+            .peers
+            .iter()
+            .filter(|peer| peer.state != PeerState::Down)
+            .flat_map(|peer| &peer.lanes)
+            .any(|conn| conn.blocked && !conn.outbox.is_empty());
+        let timeout = if blocked {
+            timeout.min(self.config.blocked_write_retry)
+        } else {
+            timeout
+        };
+        if std::env::var("YIELD_SPIN").is_ok() {
+            let wakeup = self.handle.wakeup();
+            let start = Instant::now();
+            let spin = spin.min(timeout);
+            while start.elapsed() < spin {
+                if wakeup.take() {
+                    return;
+                }
+                thread::yield_now();
+            }
+            wakeup.wait(Duration::ZERO, timeout.saturating_sub(start.elapsed()));
+            return;
+        }
+        self.handle.wakeup().wait(spin.min(timeout), timeout);
+    }
+
+    fn handle(&self) -> &TransportHandle {
+        &self.handle
+    }
+
+    /// Closes the handle (later `try_send`s fail with
+    /// [`SendErrorKind::Closed`](dinah_std::transport::SendErrorKind::Closed));
+    /// the frames already queued are still written, then each connection
+    /// of each live peer gets a goodbye announcing the frames written on
+    /// it before, and its write side is shut down. Reading goes on until
+    /// each peer's goodbyes and end of stream.
+    fn begin_shutdown(&mut self) {
+        if self.stage == Stage::Running {
+            self.stage = Stage::Flushing;
+        }
+        self.handle.close();
+    }
+
+    /// True once the goodbyes are written, every frame taken from the
+    /// handle is completed, every event is reported, and every peer has
+    /// drained (both its goodbyes arrived, with every frame it announced
+    /// handed over) or is down.
+    fn is_drained(&self) -> bool {
+        let handle = self.handle.counts();
+        self.stage == Stage::GoodbyeQueued
+            && handle.queued_control + handle.queued_action == 0
+            && handle.in_flight == 0
+            && self.owed.is_empty()
+            && self.stash.iter().all(Option::is_none)
+            && self.loopback.iter().all(VecDeque::is_empty)
+            && self.peers.iter().all(|peer| match peer.state {
+                PeerState::Down => true,
+                PeerState::Up => false,
+                PeerState::Drained => peer
+                    .lanes
+                    .iter()
+                    .all(|conn| conn.write_closed && conn.inbox.retained_bytes() == 0),
+            })
+    }
+
+    /// What the driver holds beyond the handle's own counts (a frame taken
+    /// from the handle stays counted by the handle until written or
+    /// failed): `in_flight_frames` are the unwritten goodbyes;
+    /// `retained_bytes` are theirs plus the frames received and not yet
+    /// handed over (and the one each reader is assembling). After
+    /// [`close`](Self::close), what the close discarded.
+    fn counts(&self) -> DriverCounts {
+        match self.closed {
+            Some(left) => left,
+            None => self.live_counts(),
+        }
+    }
+
+    /// Closes the transport without waiting on peers: closes the handle
+    /// and discards its queued frames, fails the unwritten ones on the
+    /// handle, shuts every socket down (ending the readers' reads), and
+    /// joins the reader threads until `deadline` at the latest. Later
+    /// polls fail with [`TransportError::Closed`].
+    ///
+    /// Returns (and [`counts`](Self::counts) reports from now on) what was
+    /// discarded: frames never written (`in_flight_frames`) and the bytes
+    /// of those and of frames received but never handed over
+    /// (`retained_bytes`), plus the peers that had not drained. After a
+    /// clean shutdown everything is zero.
+    fn close(&mut self, deadline: Instant) -> DriverCounts {
+        if let Some(left) = self.closed {
+            return left;
+        }
+        self.handle.close();
+        let mut left = self.live_counts();
+        let before = self.handle.counts();
+        left.in_flight_frames += self.handle.discard_queued() as u64;
+        left.retained_bytes += before.retained_bytes
+            - before
+                .retained_bytes
+                .min(self.handle.counts().retained_bytes);
+        for outgoing in self.stash.iter_mut().filter_map(Option::take) {
+            self.handle.complete_send(outgoing.frame.len(), false);
+            left.in_flight_frames += 1;
+            left.retained_bytes += outgoing.frame.len() as u64;
+        }
+        for conn in self.peers.iter_mut().flat_map(|peer| peer.lanes.iter_mut()) {
+            conn.abort();
+            while conn.inbox.pop().is_some() {}
+            for pending in conn.outbox.take_all() {
+                if pending.from_handle {
+                    self.handle.complete_send(pending.bytes.len(), false);
+                    left.in_flight_frames += 1;
+                    left.retained_bytes += pending.bytes.len() as u64;
+                }
+            }
+        }
+        self.loopback.iter_mut().for_each(VecDeque::clear);
+        self.owed.clear();
+        self.closed = Some(left);
+        self.join_readers(deadline);
+        left
+    }
+}
+
+impl Drop for TcpDriver {
+    fn drop(&mut self) {
+        self.close(Instant::now() + DROP_JOIN);
+    }
+}
+
+impl fmt::Debug for TcpDriver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TcpDriver")
+            .field("rank", &self.me)
+            .field("peers", &self.peers.len())
+            .field("stage", &self.stage)
+            .field("closed", &self.closed.is_some())
+            .field("counts", &self.counts())
+            .field("rejected", &self.rejected_total)
+            .finish()
+    }
+}

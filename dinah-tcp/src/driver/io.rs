@@ -1,0 +1,316 @@
+//! The driver's work inside one poll: taking frames from the handle,
+//! writing them, handing over what the readers delivered, and giving up
+//! on peers.
+
+use std::net::Shutdown;
+
+use dinah_core::wire::{Channel, Header, Message};
+use dinah_std::transport::{
+    DownReason, IoOp, Outgoing, PeerStatus, TransportError, TransportEvent,
+};
+
+use super::{PeerState, Stage, TcpDriver};
+use crate::channel::down_reason;
+use crate::inbox::{End, Inbound};
+
+/// The events of one poll and the budget left.
+pub(super) struct Out<'a> {
+    pub(super) events: &'a mut Vec<TransportEvent>,
+    pub(super) left: usize,
+}
+
+impl Out<'_> {
+    fn full(&self) -> bool {
+        self.left == 0
+    }
+
+    fn push(&mut self, event: TransportEvent) {
+        self.events.push(event);
+        self.left -= 1;
+    }
+}
+
+impl TcpDriver {
+    /// Takes the handle's frames (control lane first) and queues them on
+    /// their connections, as far as there is room.
+    pub(super) fn take_frames(&mut self) -> bool {
+        let mut progress = false;
+        let queue = self.handle.config();
+        for lane in Channel::ALL {
+            let l = lane.index();
+            let limit = match lane {
+                Channel::Control => queue.control_queue,
+                Channel::Action => queue.action_queue,
+            };
+            for _ in 0..=limit {
+                let Some(outgoing) = self.stash[l]
+                    .take()
+                    .or_else(|| self.handle.pop_outgoing(lane))
+                else {
+                    break;
+                };
+                progress = true;
+                if outgoing.to == self.me {
+                    if self.loopback[l].len() >= self.config.inbox_frames {
+                        self.stash[l] = Some(outgoing);
+                        break;
+                    }
+                    self.handle.complete_send(outgoing.frame.len(), true);
+                    self.loopback[l].push_back(outgoing.frame);
+                    continue;
+                }
+                let Some(index) = self.peer_index(outgoing.to) else {
+                    let error = TransportError::PeerDown {
+                        peer: outgoing.to,
+                        reason: DownReason::LocalClose,
+                    };
+                    self.fail_send(outgoing, lane, error);
+                    continue;
+                };
+                let peer = &mut self.peers[index];
+                if peer.state == PeerState::Down {
+                    let reason = self
+                        .handle
+                        .down_reason(peer.rank)
+                        .unwrap_or(DownReason::LocalClose);
+                    let error = TransportError::PeerDown {
+                        peer: peer.rank,
+                        reason,
+                    };
+                    self.fail_send(outgoing, lane, error);
+                    continue;
+                }
+                let conn = &mut peer.lanes[l];
+                let (frames, bytes) = (
+                    self.config.write_queue_frames,
+                    self.config.write_queue_bytes,
+                );
+                if !conn.outbox.has_room(outgoing.frame.len(), frames, bytes) {
+                    self.stash[l] = Some(outgoing);
+                    break;
+                }
+                conn.outbox.push(outgoing.frame, true);
+                conn.frames_queued += 1;
+            }
+        }
+        progress
+    }
+
+    pub(super) fn fail_send(
+        &mut self,
+        outgoing: Outgoing,
+        channel: Channel,
+        error: TransportError,
+    ) {
+        self.handle.complete_send(outgoing.frame.len(), false);
+        self.owed.push_back(TransportEvent::SendFailed {
+            to: outgoing.to,
+            channel,
+            frame: outgoing.frame,
+            error,
+        });
+    }
+
+    /// During a shutdown, once the handle is empty, queues a goodbye on
+    /// every connection of every live peer.
+    pub(super) fn queue_goodbyes(&mut self) -> bool {
+        let counts = self.handle.counts();
+        if self.stage != Stage::Flushing
+            || counts.queued_control + counts.queued_action > 0
+            || self.stash.iter().any(Option::is_some)
+        {
+            return false;
+        }
+        self.stage = Stage::GoodbyeQueued;
+        for peer in self
+            .peers
+            .iter_mut()
+            .filter(|peer| peer.state != PeerState::Down)
+        {
+            for conn in &mut peer.lanes {
+                let header = Header::without_payload(
+                    self.me,
+                    Message::Goodbye {
+                        frames_sent: conn.frames_queued,
+                    },
+                )
+                .expect("a goodbye has no payload");
+                conn.outbox.push(header.encode().to_vec(), false);
+                conn.goodbye_queued = true;
+            }
+        }
+        true
+    }
+
+    /// Writes what the sockets take, control connections first; after a
+    /// written goodbye, shuts the write side down.
+    pub(super) fn write(&mut self) -> bool {
+        let mut progress = false;
+        let max = self.config.write_batch_bytes.saturating_mul(4);
+        for lane in Channel::ALL {
+            for index in 0..self.peers.len() {
+                let peer = &mut self.peers[index];
+                if peer.state == PeerState::Down {
+                    continue;
+                }
+                let conn = &mut peer.lanes[lane.index()];
+                if !conn.outbox.is_empty() {
+                    match conn.outbox.flush(&conn.stream, &self.handle, max) {
+                        Ok(flushed) => {
+                            progress |= flushed.bytes > 0;
+                            conn.blocked = flushed.blocked;
+                        }
+                        Err(error) => {
+                            let reason = down_reason(&error);
+                            let error = TransportError::io(Some(peer.rank), IoOp::Write, error);
+                            self.peer_down(index, reason, error);
+                            progress = true;
+                            continue;
+                        }
+                    }
+                }
+                if conn.goodbye_queued && conn.outbox.is_empty() && !conn.write_closed {
+                    conn.write_closed = true;
+                    // The peer reads to the end of the stream after the
+                    // goodbye; a failure here means it is gone already.
+                    let _ = conn.stream.shutdown(Shutdown::Write);
+                    progress = true;
+                }
+            }
+        }
+        progress
+    }
+
+    /// Hands over what the readers delivered, control lane first, one item
+    /// per peer in turn.
+    pub(super) fn receive(&mut self, out: &mut Out<'_>) -> bool {
+        let mut progress = false;
+        let n = self.peers.len();
+        for lane in Channel::ALL {
+            let l = lane.index();
+            while !out.full() {
+                let Some(frame) = self.loopback[l].pop_front() else {
+                    break;
+                };
+                self.record_frame(frame.len());
+                out.push(TransportEvent::Frame {
+                    from: self.me,
+                    channel: lane,
+                    bytes: frame,
+                });
+                progress = true;
+            }
+            if n == 0 {
+                continue;
+            }
+            let start = self.cursor[l] % n;
+            self.cursor[l] = (start + 1) % n;
+            'passes: loop {
+                let mut took = false;
+                for offset in 0..n {
+                    if out.full() {
+                        break 'passes;
+                    }
+                    let index = (start + offset) % n;
+                    if self.peers[index].state == PeerState::Down {
+                        continue;
+                    }
+                    let Some(item) = self.peers[index].lanes[l].inbox.pop() else {
+                        continue;
+                    };
+                    took = true;
+                    progress = true;
+                    self.accept(index, lane, item, out);
+                }
+                if !took {
+                    break;
+                }
+            }
+        }
+        progress
+    }
+
+    pub(super) fn record_frame(&mut self, len: usize) {
+        self.frames_received += 1;
+        self.bytes_received += len as u64;
+    }
+
+    /// Acts on one item a reader delivered.
+    pub(super) fn accept(&mut self, index: usize, lane: Channel, item: Inbound, out: &mut Out<'_>) {
+        let peer = &mut self.peers[index];
+        let rank = peer.rank;
+        match item {
+            Inbound::Frame(bytes) => {
+                self.record_frame(bytes.len());
+                out.push(TransportEvent::Frame {
+                    from: rank,
+                    channel: lane,
+                    bytes,
+                });
+            }
+            Inbound::Goodbye => {
+                peer.lanes[lane.index()].goodbye_received = true;
+                if self.handle.peer_status(rank) == PeerStatus::Up {
+                    self.handle.set_peer_status(rank, PeerStatus::Leaving);
+                }
+                if peer.state == PeerState::Up
+                    && peer.lanes.iter().all(|conn| conn.goodbye_received)
+                {
+                    peer.state = PeerState::Drained;
+                    self.owed
+                        .push_back(TransportEvent::PeerDrained { peer: rank });
+                }
+            }
+            Inbound::End(End::Clean) => peer.lanes[lane.index()].ended = true,
+            Inbound::End(End::Down { reason, error }) => {
+                peer.lanes[lane.index()].ended = true;
+                self.peer_down(index, reason, error);
+            }
+        }
+    }
+
+    /// Gives up on a peer: marks it down on the handle, closes both its
+    /// connections, hands its unwritten frames back as `SendFailed`, and
+    /// reports `PeerDown` (unless it had drained: then it simply left).
+    pub(super) fn peer_down(&mut self, index: usize, reason: DownReason, error: TransportError) {
+        let peer = &mut self.peers[index];
+        if peer.state == PeerState::Down {
+            return;
+        }
+        let drained = peer.state == PeerState::Drained;
+        peer.state = PeerState::Down;
+        let rank = peer.rank;
+        self.handle.mark_down(rank, reason);
+        for conn in &mut peer.lanes {
+            conn.abort();
+            while conn.inbox.pop().is_some() {}
+            for pending in conn.outbox.take_all() {
+                if pending.from_handle {
+                    self.handle.complete_send(pending.bytes.len(), false);
+                    self.owed.push_back(TransportEvent::SendFailed {
+                        to: rank,
+                        channel: conn.channel,
+                        frame: pending.bytes,
+                        error: TransportError::PeerDown { peer: rank, reason },
+                    });
+                }
+            }
+        }
+        if !drained {
+            self.owed
+                .push_back(TransportEvent::PeerDown { peer: rank, error });
+        }
+    }
+
+    pub(super) fn emit_owed(&mut self, out: &mut Out<'_>) -> bool {
+        let mut progress = false;
+        while !out.full() {
+            let Some(event) = self.owed.pop_front() else {
+                break;
+            };
+            out.push(event);
+            progress = true;
+        }
+        progress
+    }
+}

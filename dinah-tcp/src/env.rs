@@ -1,0 +1,579 @@
+//! A rank's side of `dinah-run`: who am I, and where is everyone else?
+
+use std::ffi::OsString;
+use std::io::{self, Read};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use dinah_core::{Rank, WorldSize};
+
+use crate::launch_error::{EnvProblem, LaunchError, LaunchOp, LaunchPhase};
+use crate::launcher::{
+    ControlError, DEFAULT_STARTUP_TIMEOUT, ENV_LAUNCH_TIMEOUT_MS, ENV_LAUNCHER, ENV_RANK,
+    ENV_RUN_ID, ENV_WORLD_SIZE, MAX_RANKS, Message, ReadError, Report, read_message, write_message,
+};
+use crate::membership::Membership;
+
+/// The exit code of a rank whose launcher went away (its control
+/// connection closed) after the rendezvous.
+pub const EXIT_LAUNCHER_GONE: i32 = 75;
+
+/// What `dinah-run` put in this process's environment: its rank, the world
+/// size, the run ID, and how to reach the launcher.
+///
+/// A rank reads it first (the run ID goes to `Runtime::builder`), then calls
+/// [`rendezvous`](Self::rendezvous) to learn every rank's address.
+/// [`Membership::from_env`] does both steps when the run ID is not needed
+/// separately.
+///
+/// # Examples
+///
+/// ```no_run
+/// use dinah_core::{ProtocolLimits, RuntimeLimits};
+/// use dinah_std::Runtime;
+/// use dinah_tcp::{LaunchEnv, TcpTransport};
+///
+/// let launch = LaunchEnv::from_env()?;
+/// let builder = Runtime::builder(launch.run_id(), ProtocolLimits::default(), RuntimeLimits::default())?;
+/// // ... register actions ...
+/// let hello = builder.hello()?;
+/// let membership = launch.rendezvous()?;
+/// let (handle, driver) = TcpTransport::connect(membership, hello)?;
+/// let runtime = builder.start(handle, driver)?;
+/// # drop(runtime);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchEnv {
+    rank: Rank,
+    world: WorldSize,
+    run_id: u64,
+    launcher: SocketAddr,
+    timeout: Duration,
+}
+
+impl LaunchEnv {
+    /// Reads `DINAH_RANK`, `DINAH_WORLD_SIZE`, `DINAH_RUN_ID`,
+    /// `DINAH_LAUNCHER` and `DINAH_LAUNCH_TIMEOUT_MS` (the last is
+    /// optional: 30 s if absent).
+    ///
+    /// # Errors
+    ///
+    /// [`LaunchError::Env`] naming the first variable that is missing or
+    /// does not parse (a missing `DINAH_RANK` means the program was not
+    /// started by `dinah-run`).
+    pub fn from_env() -> Result<Self, LaunchError> {
+        Self::from_lookup(|name| std::env::var_os(name))
+    }
+
+    /// As [`from_env`](Self::from_env), reading the variables through
+    /// `lookup`.
+    pub(crate) fn from_lookup(
+        lookup: impl Fn(&str) -> Option<OsString>,
+    ) -> Result<Self, LaunchError> {
+        let var = |name: &'static str| -> Result<String, LaunchError> {
+            let value = lookup(name).ok_or(LaunchError::Env {
+                var: name,
+                problem: EnvProblem::Missing,
+            })?;
+            value.into_string().map_err(|_| LaunchError::Env {
+                var: name,
+                problem: EnvProblem::NotUnicode,
+            })
+        };
+        let invalid = |var: &'static str| LaunchError::Env {
+            var,
+            problem: EnvProblem::Invalid,
+        };
+        let rank: u32 = var(ENV_RANK)?
+            .trim()
+            .parse()
+            .map_err(|_| invalid(ENV_RANK))?;
+        let world: u32 = var(ENV_WORLD_SIZE)?
+            .trim()
+            .parse()
+            .map_err(|_| invalid(ENV_WORLD_SIZE))?;
+        let world = WorldSize::new(world)
+            .ok()
+            .filter(|w| w.get() <= MAX_RANKS)
+            .ok_or(invalid(ENV_WORLD_SIZE))?;
+        let rank = world.rank(rank).map_err(|_| invalid(ENV_RANK))?;
+        let run_id = var(ENV_RUN_ID)?
+            .trim()
+            .parse()
+            .map_err(|_| invalid(ENV_RUN_ID))?;
+        let launcher = var(ENV_LAUNCHER)?
+            .trim()
+            .parse()
+            .map_err(|_| invalid(ENV_LAUNCHER))?;
+        let timeout = match var(ENV_LAUNCH_TIMEOUT_MS) {
+            Ok(ms) => Duration::from_millis(
+                ms.trim()
+                    .parse()
+                    .map_err(|_| invalid(ENV_LAUNCH_TIMEOUT_MS))?,
+            ),
+            Err(LaunchError::Env {
+                problem: EnvProblem::Missing,
+                ..
+            }) => DEFAULT_STARTUP_TIMEOUT,
+            Err(other) => return Err(other),
+        };
+        Ok(Self {
+            rank,
+            world,
+            run_id,
+            launcher,
+            timeout,
+        })
+    }
+
+    /// This process's rank.
+    pub fn rank(&self) -> Rank {
+        self.rank
+    }
+
+    /// The number of ranks in the run.
+    pub fn world(&self) -> WorldSize {
+        self.world
+    }
+
+    /// The run ID (for `Runtime::builder`; ranks of other runs are refused
+    /// during the transport's handshake).
+    pub fn run_id(&self) -> u64 {
+        self.run_id
+    }
+
+    /// The launcher's control address.
+    pub fn launcher(&self) -> SocketAddr {
+        self.launcher
+    }
+
+    /// How long [`rendezvous`](Self::rendezvous) may take.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// Binds this rank's listener on `127.0.0.1:0`, then as
+    /// [`rendezvous_with`](Self::rendezvous_with).
+    ///
+    /// # Errors
+    ///
+    /// [`LaunchError::Io`] if the listener cannot be bound; otherwise as
+    /// [`rendezvous_with`](Self::rendezvous_with).
+    pub fn rendezvous(self) -> Result<Membership, LaunchError> {
+        let listener =
+            TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(|source| LaunchError::Io {
+                op: LaunchOp::BindListener,
+                source,
+            })?;
+        self.rendezvous_with(listener)
+    }
+
+    /// Reports `listener`'s address to the launcher, waits (at most
+    /// [`timeout`](Self::timeout)) for every rank's address, and returns
+    /// the membership with `listener` as this rank's listener.
+    ///
+    /// The control connection then stays open in a background thread as a
+    /// lifeline: if it closes, the launcher is gone (it exited or was
+    /// killed), and the process exits at once with [`EXIT_LAUNCHER_GONE`],
+    /// so no rank outlives its launcher.
+    ///
+    /// # Errors
+    ///
+    /// - [`LaunchError::Io`]: connecting, writing or reading failed;
+    /// - [`LaunchError::Refused`]: the launcher refused the report or
+    ///   aborted the launch (another rank failed, for instance);
+    /// - [`LaunchError::LauncherClosed`]: the launcher went away first;
+    /// - [`LaunchError::Timeout`] with [`LaunchPhase::Rendezvous`];
+    /// - [`LaunchError::Protocol`]: a malformed answer.
+    pub fn rendezvous_with(self, listener: TcpListener) -> Result<Membership, LaunchError> {
+        let deadline = Instant::now() + self.timeout;
+        let addr = listener.local_addr().map_err(|source| LaunchError::Io {
+            op: LaunchOp::BindListener,
+            source,
+        })?;
+        let mut stream = self.connect(deadline)?;
+        let report = Report {
+            run_id: self.run_id,
+            world: self.world.get(),
+            rank: self.rank.get(),
+            addr,
+        };
+        write_message(&mut stream, &Message::Report(report), deadline).map_err(|source| {
+            match source.kind() {
+                io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => self.timed_out(),
+                _ => LaunchError::Io {
+                    op: LaunchOp::WriteControl,
+                    source,
+                },
+            }
+        })?;
+        let addrs = match read_message(&mut stream, deadline) {
+            Ok(Message::Members { run_id, addrs }) => {
+                let own = addrs.get(self.rank.index()).copied();
+                if run_id != self.run_id
+                    || addrs.len() != self.world.get() as usize
+                    || own != Some(addr)
+                {
+                    return Err(LaunchError::Protocol(ControlError::MembersMismatch));
+                }
+                addrs
+            }
+            Ok(Message::Refusal(refusal)) => return Err(LaunchError::Refused(refusal)),
+            Ok(other) => {
+                return Err(LaunchError::Protocol(ControlError::Unexpected(
+                    other.kind(),
+                )));
+            }
+            Err(ReadError::Closed) => return Err(LaunchError::LauncherClosed),
+            Err(ReadError::TimedOut) => return Err(self.timed_out()),
+            Err(ReadError::Io(source)) => {
+                return Err(LaunchError::Io {
+                    op: LaunchOp::ReadControl,
+                    source,
+                });
+            }
+            Err(ReadError::Protocol(error)) => return Err(LaunchError::Protocol(error)),
+        };
+        let membership =
+            Membership::new(self.rank, self.world, addrs).map_err(LaunchError::Membership)?;
+        watch_launcher(stream)?;
+        Ok(membership.with_listener(listener))
+    }
+
+    fn connect(&self, deadline: Instant) -> Result<TcpStream, LaunchError> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(self.timed_out());
+        }
+        let stream =
+            TcpStream::connect_timeout(&self.launcher, left).map_err(|source| {
+                match source.kind() {
+                    io::ErrorKind::TimedOut => self.timed_out(),
+                    _ => LaunchError::Io {
+                        op: LaunchOp::ConnectLauncher,
+                        source,
+                    },
+                }
+            })?;
+        stream.set_nodelay(true).map_err(|source| LaunchError::Io {
+            op: LaunchOp::ConnectLauncher,
+            source,
+        })?;
+        Ok(stream)
+    }
+
+    fn timed_out(&self) -> LaunchError {
+        LaunchError::Timeout {
+            phase: LaunchPhase::Rendezvous,
+            after: self.timeout,
+            first_missing: self.rank.get(),
+            missing: 1,
+        }
+    }
+}
+
+impl Membership {
+    /// The membership of a rank started by `dinah-run`: reads the
+    /// environment ([`LaunchEnv::from_env`]), binds a listener on
+    /// `127.0.0.1:0`, reports its port to the launcher and waits for every
+    /// rank's address ([`LaunchEnv::rendezvous`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`LaunchEnv::from_env`] and [`LaunchEnv::rendezvous`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use dinah_tcp::Membership;
+    ///
+    /// let membership = Membership::from_env()?;
+    /// println!("rank {} of {}", membership.rank().get(), membership.world().get());
+    /// # Ok::<(), dinah_tcp::LaunchError>(())
+    /// ```
+    pub fn from_env() -> Result<Membership, LaunchError> {
+        LaunchEnv::from_env()?.rendezvous()
+    }
+}
+
+/// Keeps the control connection open on a background thread; when it
+/// closes, the launcher is gone and so is the point of this process.
+fn watch_launcher(mut stream: TcpStream) -> Result<(), LaunchError> {
+    stream
+        .set_read_timeout(None)
+        .map_err(|source| LaunchError::Io {
+            op: LaunchOp::ReadControl,
+            source,
+        })?;
+    thread::Builder::new()
+        .name("dinah-launcher-lifeline".to_owned())
+        .spawn(move || {
+            let mut buf = [0; 64];
+            loop {
+                match stream.read(&mut buf) {
+                    // Nothing is sent after the address list; ignore it.
+                    Ok(n) if n > 0 => {}
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    _ => break,
+                }
+            }
+            std::process::exit(EXIT_LAUNCHER_GONE);
+        })
+        .map(drop)
+        .map_err(|source| LaunchError::Io {
+            op: LaunchOp::Thread,
+            source,
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+    use crate::launcher::Refusal;
+
+    fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> {
+        let map: HashMap<String, OsString> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), OsString::from(v)))
+            .collect();
+        move |name| map.get(name).cloned()
+    }
+
+    const FULL: [(&str, &str); 5] = [
+        (ENV_RANK, "2"),
+        (ENV_WORLD_SIZE, "4"),
+        (ENV_RUN_ID, "18446744073709551615"),
+        (ENV_LAUNCHER, "127.0.0.1:4000"),
+        (ENV_LAUNCH_TIMEOUT_MS, "1500"),
+    ];
+
+    fn without(name: &str) -> Vec<(&'static str, &'static str)> {
+        FULL.iter().copied().filter(|(k, _)| *k != name).collect()
+    }
+
+    fn with(name: &str, value: &'static str) -> Vec<(&'static str, &'static str)> {
+        let mut pairs = without(name);
+        pairs.push((FULL.iter().find(|(k, _)| *k == name).unwrap().0, value));
+        pairs
+    }
+
+    fn problem(pairs: &[(&str, &str)]) -> (&'static str, EnvProblem) {
+        match LaunchEnv::from_lookup(vars(pairs)) {
+            Err(LaunchError::Env { var, problem }) => (var, problem),
+            other => panic!("expected an environment error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_launchers_variables_parse() {
+        let env = LaunchEnv::from_lookup(vars(&FULL)).unwrap();
+        assert_eq!(env.rank().get(), 2);
+        assert_eq!(env.world().get(), 4);
+        assert_eq!(env.run_id(), u64::MAX);
+        assert_eq!(env.launcher(), "127.0.0.1:4000".parse().unwrap());
+        assert_eq!(env.timeout(), Duration::from_millis(1500));
+        let default = LaunchEnv::from_lookup(vars(&without(ENV_LAUNCH_TIMEOUT_MS))).unwrap();
+        assert_eq!(default.timeout(), DEFAULT_STARTUP_TIMEOUT);
+    }
+
+    #[test]
+    fn each_bad_variable_is_named() {
+        for name in [ENV_RANK, ENV_WORLD_SIZE, ENV_RUN_ID, ENV_LAUNCHER] {
+            assert_eq!(problem(&without(name)), (name, EnvProblem::Missing));
+        }
+        assert_eq!(
+            problem(&with(ENV_RANK, "4")),
+            (ENV_RANK, EnvProblem::Invalid),
+            "outside the world"
+        );
+        assert_eq!(
+            problem(&with(ENV_RANK, "-1")),
+            (ENV_RANK, EnvProblem::Invalid)
+        );
+        assert_eq!(
+            problem(&with(ENV_WORLD_SIZE, "0")),
+            (ENV_WORLD_SIZE, EnvProblem::Invalid)
+        );
+        assert_eq!(
+            problem(&with(ENV_WORLD_SIZE, "5000")),
+            (ENV_WORLD_SIZE, EnvProblem::Invalid)
+        );
+        assert_eq!(
+            problem(&with(ENV_RUN_ID, "x")),
+            (ENV_RUN_ID, EnvProblem::Invalid)
+        );
+        assert_eq!(
+            problem(&with(ENV_LAUNCHER, "localhost")),
+            (ENV_LAUNCHER, EnvProblem::Invalid)
+        );
+        assert_eq!(
+            problem(&with(ENV_LAUNCH_TIMEOUT_MS, "soon")),
+            (ENV_LAUNCH_TIMEOUT_MS, EnvProblem::Invalid)
+        );
+    }
+
+    /// A fake launcher: accepts one connection, checks the report and
+    /// answers with `reply(report)`.
+    fn fake_launcher(
+        reply: impl FnOnce(Report) -> Option<Message> + Send + 'static,
+    ) -> (SocketAddr, thread::JoinHandle<Report>) {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let handle = thread::spawn(move || {
+            let (mut stream, _) = listener.accept().unwrap();
+            let deadline = Instant::now() + Duration::from_secs(30);
+            let Message::Report(report) = read_message(&mut stream, deadline).unwrap() else {
+                panic!("not a report")
+            };
+            if let Some(answer) = reply(report) {
+                write_message(&mut stream, &answer, deadline).unwrap();
+            }
+            report
+        });
+        (addr, handle)
+    }
+
+    fn env_for(launcher: SocketAddr, rank: u32, world: u32, timeout: Duration) -> LaunchEnv {
+        let world = WorldSize::new(world).unwrap();
+        LaunchEnv {
+            rank: world.rank(rank).unwrap(),
+            world,
+            run_id: 77,
+            launcher,
+            timeout,
+        }
+    }
+
+    #[test]
+    fn the_list_becomes_the_membership() {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let launcher = listener.local_addr().unwrap();
+        let peer = SocketAddr::from((Ipv4Addr::LOCALHOST, 1));
+        let fake = thread::spawn(move || {
+            let (mut stream, _) = listener.accept().unwrap();
+            let deadline = Instant::now() + Duration::from_secs(30);
+            let Message::Report(report) = read_message(&mut stream, deadline).unwrap() else {
+                panic!("not a report")
+            };
+            let members = Message::Members {
+                run_id: report.run_id,
+                addrs: vec![peer, report.addr],
+            };
+            write_message(&mut stream, &members, deadline).unwrap();
+            // The rank now watches this connection as its lifeline: closing
+            // it would end the test process, so it stays open.
+            std::mem::forget(stream);
+            report.addr
+        });
+        let membership = env_for(launcher, 1, 2, Duration::from_secs(30))
+            .rendezvous()
+            .unwrap();
+        let own = fake.join().unwrap();
+        assert_eq!(membership.rank().get(), 1);
+        assert_eq!(membership.addrs(), [peer, own]);
+        assert_eq!(
+            membership.listener().unwrap().local_addr().unwrap(),
+            own,
+            "the reported listener is kept"
+        );
+    }
+
+    #[test]
+    fn a_refusal_reaches_the_rank() {
+        let (launcher, fake) = fake_launcher(|_| Some(Message::Refusal(Refusal::DuplicateRank)));
+        let error = env_for(launcher, 1, 2, Duration::from_secs(30))
+            .rendezvous()
+            .unwrap_err();
+        assert!(
+            matches!(error, LaunchError::Refused(Refusal::DuplicateRank)),
+            "{error:?}"
+        );
+        let report = fake.join().unwrap();
+        assert_eq!((report.run_id, report.world, report.rank), (77, 2, 1));
+        assert!(
+            report.addr.ip().is_loopback() && report.addr.port() != 0,
+            "the bound listener's address"
+        );
+    }
+
+    #[test]
+    fn a_launcher_that_hangs_up_is_reported() {
+        let (launcher, fake) = fake_launcher(|_| None);
+        let error = env_for(launcher, 0, 1, Duration::from_secs(30))
+            .rendezvous()
+            .unwrap_err();
+        assert!(matches!(error, LaunchError::LauncherClosed), "{error:?}");
+        fake.join().unwrap();
+    }
+
+    #[test]
+    fn a_list_that_does_not_match_the_report_is_refused() {
+        let wrong = SocketAddr::from((Ipv4Addr::LOCALHOST, 1));
+        let (launcher, fake) = fake_launcher(move |report| {
+            Some(Message::Members {
+                run_id: report.run_id,
+                addrs: vec![report.addr, wrong],
+            })
+        });
+        // The list has two entries for a world of three.
+        let error = env_for(launcher, 0, 3, Duration::from_secs(30))
+            .rendezvous()
+            .unwrap_err();
+        assert!(
+            matches!(error, LaunchError::Protocol(ControlError::MembersMismatch)),
+            "{error:?}"
+        );
+        fake.join().unwrap();
+    }
+
+    #[test]
+    fn a_silent_launcher_times_the_rendezvous_out() {
+        // Accepts (the backlog does) but never answers.
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let env = env_for(
+            listener.local_addr().unwrap(),
+            0,
+            1,
+            Duration::from_millis(50),
+        );
+        let error = env.rendezvous().unwrap_err();
+        assert!(
+            matches!(
+                error,
+                LaunchError::Timeout {
+                    phase: LaunchPhase::Rendezvous,
+                    first_missing: 0,
+                    missing: 1,
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
+    }
+
+    #[test]
+    fn a_missing_launcher_is_an_io_error() {
+        // Bind and drop: nothing listens on that port now.
+        let port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let error = env_for(port, 0, 1, Duration::from_secs(30))
+            .rendezvous()
+            .unwrap_err();
+        assert!(
+            matches!(
+                error,
+                LaunchError::Io {
+                    op: LaunchOp::ConnectLauncher,
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
+    }
+}

@@ -1,0 +1,430 @@
+//! Reading frames from a byte stream: the core [`StreamDecoder`] checks
+//! every byte; this assembles the validated bytes into owned frames and
+//! recognises the peer's goodbye.
+
+use std::io::{self, Read};
+
+use dinah_core::wire::{
+    HEADER_LEN, Header, LENGTH_ENTRY_LEN, Message, ProtocolError, StreamDecoder, StreamEvent,
+};
+
+use crate::error::TcpError;
+
+/// What the reader found in the stream.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum ReadEvent {
+    /// A complete, validated frame.
+    Frame(Vec<u8>),
+    /// The goodbye, with exactly the announced frames before it.
+    Goodbye,
+}
+
+/// Assembles one connection's frames from the bytes read off its socket.
+///
+/// Memory use is bounded by the protocol limits: a frame's buffer is
+/// allocated only after its header passed every check (so its length is
+/// within `max_frame_bytes`), and at most one frame is assembled at a time.
+/// The bytes of a frame are exactly the bytes that came off the wire (the
+/// header is re-encoded from the decoded header, and decoding is
+/// canonical).
+#[derive(Debug)]
+pub(crate) struct FrameReader {
+    decoder: StreamDecoder,
+    /// The frame being assembled (empty between frames).
+    current: Vec<u8>,
+    /// The length of the current frame (0 between frames).
+    frame_len: usize,
+    /// The length of the current frame's header and length table.
+    head_len: usize,
+    /// Inside a goodbye frame (it has no payload and is not delivered).
+    in_goodbye: bool,
+    /// The goodbye arrived: nothing may follow it.
+    said_goodbye: bool,
+}
+
+impl FrameReader {
+    /// A reader checking frames with `decoder`.
+    pub(crate) fn new(decoder: StreamDecoder) -> Self {
+        Self {
+            decoder,
+            current: Vec::new(),
+            frame_len: 0,
+            head_len: 0,
+            in_goodbye: false,
+            said_goodbye: false,
+        }
+    }
+
+    /// Feeds `input`, calling `sink` with each complete frame or goodbye in
+    /// order. Stops early (returning `Ok`) if `sink` returns `false`.
+    ///
+    /// # Errors
+    ///
+    /// The stream's first invalid frame, a goodbye whose count does not
+    /// match, or a frame after the goodbye. The stream cannot be used
+    /// after an error.
+    pub(crate) fn feed(
+        &mut self,
+        mut input: &[u8],
+        sink: &mut impl FnMut(ReadEvent) -> bool,
+    ) -> Result<(), TcpError> {
+        loop {
+            let (used, event) = self
+                .decoder
+                .decode(input)
+                .map_err(|error| self.protocol(error))?;
+            input = &input[used..];
+            let Some(event) = event else { return Ok(()) };
+            match event {
+                StreamEvent::FrameStart(header) => self.start(&header)?,
+                StreamEvent::SegmentLength { len, .. } => {
+                    self.current.extend_from_slice(&len.to_le_bytes())
+                }
+                StreamEvent::Payload(bytes) => self.current.extend_from_slice(bytes),
+                StreamEvent::FrameEnd => {
+                    if !sink(self.end()) {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+
+    fn start(&mut self, header: &Header) -> Result<(), TcpError> {
+        let ctx = self.decoder.context();
+        if self.said_goodbye {
+            return Err(TcpError::FrameAfterGoodbye {
+                peer: ctx.source(),
+                channel: ctx.channel(),
+            });
+        }
+        if let Message::Goodbye { frames_sent } = *header.message() {
+            // Frames completed before this one: the goodbye's own FrameEnd
+            // has not been counted yet.
+            let received = self.decoder.frames();
+            if frames_sent != received {
+                return Err(TcpError::Goodbye {
+                    peer: ctx.source(),
+                    channel: ctx.channel(),
+                    announced: frames_sent,
+                    received,
+                });
+            }
+            self.in_goodbye = true;
+            return Ok(());
+        }
+        self.frame_len = header.frame_len();
+        self.head_len = HEADER_LEN + usize::from(header.segment_count()) * LENGTH_ENTRY_LEN;
+        let mut frame = Vec::with_capacity(self.frame_len);
+        frame.extend_from_slice(&header.encode());
+        self.current = frame;
+        Ok(())
+    }
+
+    fn end(&mut self) -> ReadEvent {
+        if self.in_goodbye {
+            self.in_goodbye = false;
+            self.said_goodbye = true;
+            ReadEvent::Goodbye
+        } else {
+            self.frame_len = 0;
+            ReadEvent::Frame(std::mem::take(&mut self.current))
+        }
+    }
+
+    fn protocol(&self, error: ProtocolError) -> TcpError {
+        let ctx = self.decoder.context();
+        TcpError::Protocol {
+            peer: ctx.source(),
+            channel: ctx.channel(),
+            error,
+        }
+    }
+
+    /// Payload bytes of the current frame still to come, once its whole
+    /// length table has been read (0 otherwise).
+    pub(crate) fn payload_left(&self) -> usize {
+        if self.frame_len == 0 || self.current.len() < self.head_len {
+            return 0;
+        }
+        self.frame_len - self.current.len()
+    }
+
+    /// Reads the rest of the current frame's payload from `source`
+    /// straight into the frame (no copy through a read buffer), then lets
+    /// the decoder check those bytes and hands the frame to `sink` if they
+    /// complete it. Blocks until the payload is complete or the stream
+    /// ends (or fails). Returns the bytes read (0: the stream ended).
+    ///
+    /// # Errors
+    ///
+    /// The outer error is `source`'s I/O error (the bytes read before it
+    /// are kept and checked); the inner one a frame error.
+    pub(crate) fn read_payload_in_place(
+        &mut self,
+        mut source: impl Read,
+        sink: &mut impl FnMut(ReadEvent) -> bool,
+    ) -> io::Result<Result<usize, TcpError>> {
+        let start = self.current.len();
+        // Zeroing once is cheaper than the copy through the read buffer it
+        // saves; each read then takes whatever the socket has, up to the
+        // rest of the frame.
+        self.current.resize(self.frame_len, 0);
+        let mut filled = start;
+        let result = loop {
+            if filled == self.frame_len {
+                break Ok(());
+            }
+            match source.read(&mut self.current[filled..]) {
+                Ok(0) => break Ok(()),
+                Ok(read) => filled += read,
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(error) => break Err(error),
+            }
+        };
+        self.current.truncate(filled);
+        let read = filled - start;
+        let mut at = start;
+        let mut complete = false;
+        while !complete {
+            // The bytes are already in the frame: the decoder only checks
+            // them.
+            let (used, event) = match self.decoder.decode(&self.current[at..]) {
+                Ok(step) => step,
+                Err(error) => return Ok(Err(self.protocol(error))),
+            };
+            at += used;
+            match event {
+                None => break,
+                Some(StreamEvent::FrameEnd) => complete = true,
+                Some(_) => {}
+            }
+        }
+        if complete {
+            sink(self.end());
+        }
+        result.map(|_| Ok(read))
+    }
+
+    /// The bytes of the frame being assembled.
+    pub(crate) fn assembling(&self) -> usize {
+        self.current.len()
+    }
+
+    /// Checks that the stream may end here, as it just did.
+    ///
+    /// # Errors
+    ///
+    /// [`TcpError::Protocol`] with
+    /// [`ProtocolError::Truncated`](dinah_core::wire::ProtocolError::Truncated)
+    /// if it ended inside a frame.
+    pub(crate) fn finish(&self) -> Result<(), TcpError> {
+        self.decoder.finish().map_err(|error| self.protocol(error))
+    }
+
+    /// Has the goodbye arrived?
+    pub(crate) fn said_goodbye(&self) -> bool {
+        self.said_goodbye
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use dinah_core::wire::{Call, Channel, DecodeContext, RelativeDeadline, encode_frame};
+    use dinah_core::{ActionId, DomainId, ProtocolLimits, Rank, RequestId, WorldSize};
+
+    use super::*;
+
+    fn world() -> WorldSize {
+        WorldSize::new(2).unwrap()
+    }
+
+    fn peer() -> Rank {
+        world().rank(1).unwrap()
+    }
+
+    fn reader() -> FrameReader {
+        let ctx =
+            DecodeContext::new(Channel::Action, peer(), world(), ProtocolLimits::DEFAULT).unwrap();
+        FrameReader::new(StreamDecoder::new(ctx))
+    }
+
+    fn request(id: u64, payload: &[u8]) -> Vec<u8> {
+        let call = Call {
+            request: RequestId::new(id).unwrap(),
+            action: ActionId::new(7).unwrap(),
+            domain: DomainId::MIN,
+            trace: None,
+        };
+        let deadline = RelativeDeadline::from_duration(Duration::from_secs(1)).unwrap();
+        let segments = [payload, b"xy".as_slice()];
+        let header = Header::new(
+            peer(),
+            Message::Request { call, deadline },
+            &segments,
+            &ProtocolLimits::DEFAULT,
+        )
+        .unwrap();
+        let mut frame = vec![0; header.frame_len()];
+        encode_frame(&header, &segments, &mut frame).unwrap();
+        frame
+    }
+
+    fn goodbye(frames_sent: u64) -> Vec<u8> {
+        let header = Header::without_payload(peer(), Message::Goodbye { frames_sent }).unwrap();
+        header.encode().to_vec()
+    }
+
+    fn feed_all(
+        reader: &mut FrameReader,
+        bytes: &[u8],
+        chunk: usize,
+    ) -> Result<Vec<ReadEvent>, TcpError> {
+        let mut events = Vec::new();
+        for piece in bytes.chunks(chunk) {
+            reader.feed(piece, &mut |event| {
+                events.push(event);
+                true
+            })?;
+        }
+        Ok(events)
+    }
+
+    #[test]
+    fn frames_come_out_byte_for_byte_whatever_the_chunking() {
+        let (a, b) = (request(1, b"hello"), request(2, &[9; 300]));
+        let mut wire = [a.clone(), b.clone(), goodbye(2)].concat();
+        for chunk in [1, 3, 80, 81, 4096] {
+            let mut r = reader();
+            let events = feed_all(&mut r, &wire, chunk).unwrap();
+            assert_eq!(
+                events,
+                [
+                    ReadEvent::Frame(a.clone()),
+                    ReadEvent::Frame(b.clone()),
+                    ReadEvent::Goodbye
+                ]
+            );
+            assert!(r.said_goodbye());
+            r.finish().unwrap();
+            assert_eq!(r.assembling(), 0);
+        }
+        // Anything after the goodbye is refused.
+        wire.extend_from_slice(&request(3, b""));
+        let error = feed_all(&mut reader(), &wire, 4096).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                TcpError::FrameAfterGoodbye {
+                    channel: Channel::Action,
+                    ..
+                }
+            ),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_goodbye_with_the_wrong_count_is_refused() {
+        let wire = [request(1, b"a"), goodbye(2)].concat();
+        let error = feed_all(&mut reader(), &wire, 7).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                TcpError::Goodbye {
+                    announced: 2,
+                    received: 1,
+                    ..
+                }
+            ),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn an_oversized_header_is_refused_before_any_allocation() {
+        let mut frame = request(1, b"a");
+        // Declare a 2 GiB payload in the header's payload-length field.
+        frame[12..16].copy_from_slice(&(1u32 << 31).to_le_bytes());
+        let mut r = reader();
+        let error = feed_all(&mut r, &frame[..HEADER_LEN], 80).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                TcpError::Protocol {
+                    error: ProtocolError::FrameTooLarge { .. },
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        assert_eq!(r.current.capacity(), 0, "nothing was allocated");
+    }
+
+    #[test]
+    fn a_stream_cut_inside_a_frame_is_truncated() {
+        let frame = request(1, b"abc");
+        let mut r = reader();
+        assert!(
+            feed_all(&mut r, &frame[..frame.len() - 1], 5)
+                .unwrap()
+                .is_empty()
+        );
+        let error = r.finish().unwrap_err();
+        assert!(
+            matches!(
+                error,
+                TcpError::Protocol {
+                    error: ProtocolError::Truncated { .. },
+                    ..
+                }
+            ),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_large_payload_is_read_in_place() {
+        let payload = vec![5u8; 100_000];
+        let frame = request(1, &payload);
+        let head = HEADER_LEN + 2 * LENGTH_ENTRY_LEN;
+        let mut r = reader();
+        // Header, table and the first payload bytes through the buffer...
+        assert!(
+            feed_all(&mut r, &frame[..head + 10], 64)
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(r.payload_left(), frame.len() - head - 10);
+        // ...the rest straight into the frame.
+        let mut events = Vec::new();
+        let read = r
+            .read_payload_in_place(&frame[head + 10..], &mut |event| {
+                events.push(event);
+                true
+            })
+            .unwrap()
+            .unwrap();
+        assert_eq!(read, frame.len() - head - 10);
+        assert_eq!(events, [ReadEvent::Frame(frame.clone())]);
+        assert_eq!(r.payload_left(), 0);
+        r.finish().unwrap();
+    }
+
+    #[test]
+    fn an_in_place_read_cut_short_keeps_what_arrived() {
+        let frame = request(1, &[1u8; 50_000]);
+        let head = HEADER_LEN + 2 * LENGTH_ENTRY_LEN;
+        let mut r = reader();
+        feed_all(&mut r, &frame[..head], 64).unwrap();
+        let read = r
+            .read_payload_in_place(&frame[head..head + 1000], &mut |_| true)
+            .unwrap()
+            .unwrap();
+        assert_eq!(read, 1000);
+        assert_eq!(r.assembling(), head + 1000);
+        assert!(r.finish().is_err());
+    }
+}

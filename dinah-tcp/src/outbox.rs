@@ -1,0 +1,228 @@
+//! A connection's frames taken from the handle and not yet written, and
+//! the batched, non-blocking writes that move them to the socket.
+
+use std::collections::VecDeque;
+use std::io::{self, IoSlice};
+use std::net::TcpStream;
+
+use dinah_std::transport::TransportHandle;
+
+use crate::socket;
+
+/// The most frames one vectored write gathers (Linux allows 1024).
+const MAX_SLICES: usize = 64;
+
+/// A frame waiting to be written.
+#[derive(Debug)]
+pub(crate) struct Pending {
+    /// The frame's bytes.
+    pub(crate) bytes: Vec<u8>,
+    /// Taken from the handle (completed on it once written or failed);
+    /// `false` for the driver's own goodbye.
+    pub(crate) from_handle: bool,
+}
+
+/// What one [`Outbox::flush`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Flushed {
+    /// Bytes written.
+    pub(crate) bytes: usize,
+    /// The socket's buffer is full: retry later.
+    pub(crate) blocked: bool,
+}
+
+/// The frames of one connection between the handle and the socket, in
+/// order, with how much of the first one is already written.
+///
+/// Bounded by the caller through [`has_room`](Self::has_room); the frames'
+/// bytes stay counted by the handle until written (or failed).
+#[derive(Debug, Default)]
+pub(crate) struct Outbox {
+    frames: VecDeque<Pending>,
+    /// Bytes of the first frame already written.
+    offset: usize,
+    /// Bytes of all queued frames, including the written part of the first.
+    bytes: u64,
+}
+
+impl Outbox {
+    /// Can a frame of `len` bytes join, with at most `max_frames` frames
+    /// and `max_bytes` bytes queued? An empty outbox takes any frame.
+    pub(crate) fn has_room(&self, len: usize, max_frames: usize, max_bytes: u64) -> bool {
+        self.frames.is_empty()
+            || (self.frames.len() < max_frames && self.bytes + len as u64 <= max_bytes)
+    }
+
+    /// Queues a frame behind the others.
+    pub(crate) fn push(&mut self, bytes: Vec<u8>, from_handle: bool) {
+        self.bytes += bytes.len() as u64;
+        self.frames.push_back(Pending { bytes, from_handle });
+    }
+
+    /// Is nothing left to write?
+    pub(crate) fn is_empty(&self) -> bool {
+        self.frames.is_empty()
+    }
+
+    /// Writes queued frames to `stream` without blocking, up to about
+    /// `max_bytes`, gathering up to 64 frames per `sendmsg`. Each frame
+    /// taken from the handle is completed on `handle` once fully written.
+    ///
+    /// # Errors
+    ///
+    /// The connection's error (the frames stay queued for the caller to
+    /// fail).
+    pub(crate) fn flush(
+        &mut self,
+        stream: &TcpStream,
+        handle: &TransportHandle,
+        max_bytes: usize,
+    ) -> io::Result<Flushed> {
+        let mut flushed = Flushed::default();
+        while !self.frames.is_empty() && flushed.bytes < max_bytes {
+            let mut slices = [IoSlice::new(&[]); MAX_SLICES];
+            let mut count = 0;
+            let mut gathered = 0;
+            for (i, frame) in self.frames.iter().enumerate().take(MAX_SLICES) {
+                let bytes = if i == 0 {
+                    &frame.bytes[self.offset..]
+                } else {
+                    &frame.bytes[..]
+                };
+                slices[count] = IoSlice::new(bytes);
+                count += 1;
+                gathered += bytes.len();
+                if gathered >= max_bytes {
+                    break;
+                }
+            }
+            match socket::send_nonblocking(stream, &slices[..count]) {
+                Ok(written) => {
+                    flushed.bytes += written;
+                    self.advance(written, handle);
+                }
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                    flushed.blocked = true;
+                    break;
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(flushed)
+    }
+
+    /// Marks `written` bytes as sent, completing the frames they finish.
+    fn advance(&mut self, mut written: usize, handle: &TransportHandle) {
+        while written > 0 {
+            let Some(front) = self.frames.front() else {
+                break;
+            };
+            let left = front.bytes.len() - self.offset;
+            if written < left {
+                self.offset += written;
+                return;
+            }
+            written -= left;
+            self.offset = 0;
+            if let Some(done) = self.frames.pop_front() {
+                self.bytes -= done.bytes.len() as u64;
+                if done.from_handle {
+                    handle.complete_send(done.bytes.len(), true);
+                }
+            }
+        }
+        // A zero-length frame is complete as soon as it is reached.
+        while self
+            .frames
+            .front()
+            .is_some_and(|f| f.bytes.len() == self.offset)
+        {
+            if let Some(done) = self.frames.pop_front() {
+                self.offset = 0;
+                if done.from_handle {
+                    handle.complete_send(0, true);
+                }
+            }
+        }
+    }
+
+    /// Removes every queued frame (for a peer that went down or a close).
+    pub(crate) fn take_all(&mut self) -> impl Iterator<Item = Pending> + '_ {
+        self.offset = 0;
+        self.bytes = 0;
+        self.frames.drain(..)
+    }
+
+    /// Frames and bytes queued that the handle does not count (the
+    /// driver's goodbyes).
+    pub(crate) fn own(&self) -> (u64, u64) {
+        self.frames
+            .iter()
+            .filter(|f| !f.from_handle)
+            .fold((0, 0), |(n, b), f| (n + 1, b + f.bytes.len() as u64))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read;
+    use std::net::{Ipv4Addr, TcpListener};
+
+    use dinah_core::wire::Channel;
+    use dinah_core::{Rank, WorldSize};
+    use dinah_std::transport::HandleConfig;
+
+    use super::*;
+
+    fn handle() -> TransportHandle {
+        let world = WorldSize::new(2).unwrap();
+        TransportHandle::new(Rank::ZERO, world, HandleConfig::default())
+    }
+
+    #[test]
+    fn frames_are_written_in_order_and_completed_on_the_handle() {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (mut server, _) = listener.accept().unwrap();
+        let handle = handle();
+        let peer = Rank::new(1, handle.world()).unwrap();
+        let mut outbox = Outbox::default();
+        let mut expected = Vec::new();
+        for i in 0..200u8 {
+            let frame = vec![i; usize::from(i % 7) * 10];
+            expected.extend_from_slice(&frame);
+            handle.try_send(peer, Channel::Action, frame).unwrap();
+            let popped = handle.pop_outgoing(Channel::Action).unwrap();
+            assert!(outbox.has_room(popped.frame.len(), 1000, 1 << 20));
+            outbox.push(popped.frame, true);
+        }
+        outbox.push(b"bye".to_vec(), false);
+        assert_eq!(outbox.own(), (1, 3));
+        expected.extend_from_slice(b"bye");
+        while !outbox.is_empty() {
+            let flushed = outbox.flush(&client, &handle, 100).unwrap();
+            assert!(!flushed.blocked);
+        }
+        let counts = handle.counts();
+        assert_eq!(
+            (counts.in_flight, counts.frames_sent, counts.retained_bytes),
+            (0, 200, 0)
+        );
+        drop(client);
+        let mut received = Vec::new();
+        server.read_to_end(&mut received).unwrap();
+        assert_eq!(received, expected);
+    }
+
+    #[test]
+    fn room_is_bounded_by_frames_and_bytes_but_one_frame_always_fits() {
+        let mut outbox = Outbox::default();
+        assert!(outbox.has_room(1 << 30, 1, 10));
+        outbox.push(vec![0; 8], true);
+        assert!(!outbox.has_room(1, 1, 100), "frame count");
+        assert!(!outbox.has_room(3, 10, 10), "bytes");
+        assert!(outbox.has_room(2, 10, 10));
+        assert_eq!(outbox.take_all().count(), 1);
+        assert!(outbox.is_empty());
+    }
+}

@@ -1,0 +1,129 @@
+//! Socket set-up and the one non-blocking write the owner thread does.
+//!
+//! Each connection's socket stays in blocking mode for its whole life: its
+//! reader thread blocks in `read`. The owner thread writes to the same
+//! socket without blocking by passing `MSG_DONTWAIT` to `sendmsg` on each
+//! call. (`O_NONBLOCK` cannot be used: it belongs to the open file, which
+//! the reader shares, and would make the reader's reads non-blocking too.)
+//! `MSG_NOSIGNAL` turns a write to a closed connection into an
+//! `EPIPE` error instead of a `SIGPIPE` that would kill a process that
+//! did not ignore it.
+
+use std::io::{self, IoSlice};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::time::Duration;
+
+use socket2::{SockRef, TcpKeepalive};
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+compile_error!(
+    "dinah-tcp needs Linux's MSG_DONTWAIT and MSG_NOSIGNAL send flags (Linux and Android only)"
+);
+
+/// `MSG_DONTWAIT` on Linux (`include/linux/socket.h`): this call does not
+/// block.
+const MSG_DONTWAIT: core::ffi::c_int = 0x40;
+
+/// `MSG_NOSIGNAL` on Linux: no `SIGPIPE` on a broken connection.
+const MSG_NOSIGNAL: core::ffi::c_int = 0x4000;
+
+/// Binds a listener on `addr` (the standard library sets `SO_REUSEADDR`
+/// on Unix, so a restarted run can reuse a port in `TIME_WAIT`).
+pub(crate) fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
+    TcpListener::bind(addr)
+}
+
+/// Configures an established connection: `TCP_NODELAY` (frames leave at
+/// once; the owner batches writes itself) and the keep-alive probes.
+pub(crate) fn configure(stream: &TcpStream, keepalive: Option<Duration>) -> io::Result<()> {
+    stream.set_nodelay(true)?;
+    if let Some(idle) = keepalive {
+        let probe = (idle / 4).max(Duration::from_secs(1));
+        let params = TcpKeepalive::new()
+            .with_time(idle)
+            .with_interval(probe)
+            .with_retries(4);
+        SockRef::from(stream).set_tcp_keepalive(&params)?;
+    }
+    Ok(())
+}
+
+/// Writes as much of `bufs` as the socket takes right now, without
+/// blocking.
+///
+/// # Errors
+///
+/// `WouldBlock` when the socket's send buffer is full, or the error of
+/// the connection (`BrokenPipe`, `ConnectionReset`...).
+pub(crate) fn send_nonblocking(stream: &TcpStream, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+    loop {
+        match SockRef::from(stream).send_vectored_with_flags(bufs, MSG_DONTWAIT | MSG_NOSIGNAL) {
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            other => return other,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read;
+    use std::net::Ipv4Addr;
+
+    use super::*;
+
+    fn pair() -> (TcpStream, TcpStream) {
+        let listener = bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (server, _) = listener.accept().unwrap();
+        (client, server)
+    }
+
+    #[test]
+    fn a_full_socket_refuses_instead_of_blocking() {
+        let (client, server) = pair();
+        configure(&client, Some(Duration::from_secs(10))).unwrap();
+        assert!(client.nodelay().unwrap());
+        assert!(SockRef::from(&client).keepalive().unwrap());
+        // Nobody reads `server`: the buffers fill, then the write refuses.
+        let chunk = vec![7u8; 1 << 16];
+        let mut written = 0usize;
+        let error = loop {
+            match send_nonblocking(&client, &[IoSlice::new(&chunk)]) {
+                Ok(n) => written += n,
+                Err(error) => break error,
+            }
+        };
+        assert_eq!(error.kind(), io::ErrorKind::WouldBlock);
+        assert!(written > 0);
+        // The socket itself is still blocking: a read waits for data.
+        let late = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            std::io::Write::write_all(&mut &server, b"x").unwrap();
+            server
+        });
+        let mut buf = [0u8; 1];
+        assert_eq!((&client).read(&mut buf).unwrap(), 1);
+        assert_eq!(&buf, b"x");
+        drop(late.join().unwrap());
+    }
+
+    #[test]
+    fn a_write_to_a_closed_peer_is_an_error_not_a_signal() {
+        let (client, server) = pair();
+        drop(server);
+        let data = [1u8; 1024];
+        let error = loop {
+            if let Err(error) = send_nonblocking(&client, &[IoSlice::new(&data)]) {
+                break error;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        assert!(
+            matches!(
+                error.kind(),
+                io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset
+            ),
+            "{error:?}"
+        );
+    }
+}

@@ -1,0 +1,669 @@
+//! MPI-specific transport tests, beyond the conformance suite: the driver
+//! alone (frames of every size, request and buffer reuse, counts back to
+//! zero, the control lane passing a saturated action lane), a clean
+//! runtime shutdown with an all-zero report, incompatible and late ranks
+//! at bootstrap (a typed error on every rank, never a hang), deadlines and
+//! cancellations that overtake their requests, and, last, a rank that
+//! leaves early.
+//!
+//! A `harness = false` program run under `mpirun -n 1`, `2` and `4` by
+//! `cargo xtask ci --lane mpi`; every step runs on every rank, in order.
+#![expect(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "each rank reports its progress"
+)]
+
+#[path = "support/conformance.rs"]
+mod conformance;
+#[path = "support/mpi_harness.rs"]
+mod mpi_harness;
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use conformance::{Add, Block, Count, RankCtx, RankState, Sleep};
+use dinah::core::wire::HelloField;
+use dinah::core::{Fingerprint, ProtocolLimits, Rank};
+use dinah::mpi::mpi::topology::SimpleCommunicator;
+use dinah::mpi::mpi::traits::{Communicator, CommunicatorCollectives};
+use dinah::mpi::{MpiConfig, MpiDriver, MpiError, MpiTransport};
+use dinah::std::transport::{
+    Channel, DriverCounts, HandleConfig, TransportDriver, TransportEvent, TransportHandle,
+    TransportHello,
+};
+use dinah::std::{
+    Action, CodecError, Runtime, RuntimeBuilder, RuntimeError, SegmentReader, SegmentWriter,
+    SpawnOptions, WireValue, schema_id,
+};
+
+/// The longest any wait here may take before the step fails.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+fn main() {
+    let mpi = mpi_harness::Harness::init("mpi_transport");
+    mpi.step(
+        "connect_from_another_thread_is_refused",
+        connect_from_another_thread_is_refused,
+    );
+    mpi.step(
+        "frames_of_every_size_and_request_reuse",
+        frames_of_every_size_and_request_reuse,
+    );
+    mpi.step(
+        "control_passes_a_saturated_action_lane",
+        control_passes_a_saturated_action_lane,
+    );
+    mpi.step(
+        "clean_shutdown_reports_all_zero",
+        clean_shutdown_reports_all_zero,
+    );
+    mpi.step(
+        "fingerprint_mismatch_fails_every_rank",
+        fingerprint_mismatch_fails_every_rank,
+    );
+    mpi.step(
+        "run_id_mismatch_fails_every_rank",
+        run_id_mismatch_fails_every_rank,
+    );
+    mpi.step(
+        "a_late_rank_makes_the_others_time_out",
+        a_late_rank_makes_the_others_time_out,
+    );
+    mpi.step("deadline_then_late_result", deadline_then_late_result);
+    mpi.step(
+        "cancels_overtaking_their_requests",
+        cancels_overtaking_their_requests,
+    );
+    // Last: the highest rank stops taking part in dinah.
+    mpi.step("a_rank_that_leaves_early", a_rank_that_leaves_early);
+    mpi.finish();
+}
+
+// ---------------------------------------------------------------------------
+// Helpers.
+
+fn rank_of(world: &SimpleCommunicator) -> (u32, u32) {
+    (world.rank() as u32, world.size() as u32)
+}
+
+/// A hello for a bare driver (no runtime, no registry).
+fn bare_hello(handle: HandleConfig) -> TransportHello {
+    TransportHello {
+        run_id: 0xd1,
+        protocol_limits: ProtocolLimits::DEFAULT,
+        fingerprint: Fingerprint::from_u128(7),
+        handle,
+    }
+}
+
+fn connect_bare(world: &SimpleCommunicator, handle: HandleConfig) -> (TransportHandle, MpiDriver) {
+    MpiTransport::new()
+        .connect(world, bare_hello(handle))
+        .unwrap_or_else(|error| panic!("connect: {error}"))
+}
+
+/// Polls until `step`, given the driver and each poll's events (first
+/// none), returns `true`; fails after [`PATIENCE`].
+fn poll_until(
+    driver: &mut MpiDriver,
+    what: &str,
+    budget: usize,
+    mut step: impl FnMut(&MpiDriver, &mut Vec<TransportEvent>) -> bool,
+) {
+    let start = Instant::now();
+    let mut events = Vec::new();
+    while !step(driver, &mut events) {
+        assert!(
+            start.elapsed() < PATIENCE,
+            "rank {}: gave up waiting for {what}",
+            driver.rank().get()
+        );
+        events.clear();
+        let progress = driver.poll(budget, &mut events).expect("poll");
+        if !progress {
+            driver.idle_wait(Duration::from_micros(50), Duration::from_millis(1));
+        }
+    }
+}
+
+/// Shuts a bare driver down (goodbyes, drain) and closes it; returns what
+/// the close reported. `drained` are the peers whose `PeerDrained` was
+/// seen already (a peer that finished first starts its shutdown earlier).
+fn shut_down(mut driver: MpiDriver, mut drained: Vec<Rank>) -> DriverCounts {
+    driver.begin_shutdown();
+    poll_until(&mut driver, "the drain", 64, |driver, events| {
+        for event in events.drain(..) {
+            if let TransportEvent::PeerDrained { peer } = event {
+                drained.push(peer);
+            }
+        }
+        driver.is_drained()
+    });
+    drained.sort();
+    let others: Vec<_> = driver
+        .world()
+        .ranks()
+        .filter(|&peer| peer != driver.rank())
+        .collect();
+    assert_eq!(drained, others, "every peer drained once");
+    driver.close(std::time::Instant::now() + Duration::from_secs(5))
+}
+
+/// The bytes of frame `index` from `sender`: a pattern both sides can
+/// recompute. It never starts with the protocol magic, so it is never
+/// mistaken for a goodbye.
+fn pattern(sender: u32, index: usize, len: usize) -> Vec<u8> {
+    let seed = (sender as usize * 7919 + index * 104_729) as u32;
+    (0..len)
+        .map(|i| (seed.wrapping_add((i as u32).wrapping_mul(2_654_435_761)) >> 13) as u8 | 0x80)
+        .collect()
+}
+
+fn assert_all_zero(counts: DriverCounts, what: &str) {
+    assert_eq!(counts.in_flight_frames, 0, "{what}: {counts:?}");
+    assert_eq!(counts.retained_bytes, 0, "{what}: {counts:?}");
+    assert_eq!(counts.undrained_peers, 0, "{what}: {counts:?}");
+}
+
+fn assert_handle_empty(handle: &TransportHandle, what: &str) {
+    let counts = handle.counts();
+    assert_eq!(
+        (
+            counts.queued_control,
+            counts.queued_action,
+            counts.in_flight,
+            counts.retained_bytes
+        ),
+        (0, 0, 0, 0),
+        "{what}: {counts:?}"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// The driver alone.
+
+/// Under `Funneled`, only the thread that initialised MPI may connect.
+fn connect_from_another_thread_is_refused(_world: &SimpleCommunicator) {
+    use dinah::mpi::mpi::{Threading, environment};
+    // With more than Funneled (OpenMPI may grant more than asked), any
+    // thread may call MPI and the check does not apply.
+    if environment::threading_support() != Threading::Funneled {
+        println!("mpi_transport: MPI granted more than Funneled; nothing to check");
+        return;
+    }
+    let hello = bare_hello(HandleConfig::default());
+    let error = std::thread::spawn(move || {
+        let world = SimpleCommunicator::world();
+        MpiTransport::new()
+            .connect(&world, hello)
+            .map(|_| ())
+            .unwrap_err()
+    })
+    .join()
+    .expect("the thread returns");
+    assert_eq!(error, MpiError::NotMainThread);
+}
+
+/// Every rank sends frames of sizes from 1 byte to 1 MiB (eager and
+/// rendezvous protocols) to the next rank on both lanes, three rounds
+/// over the same driver; each lane's frames arrive intact and in order,
+/// and afterwards every count is back to zero.
+fn frames_of_every_size_and_request_reuse(world: &SimpleCommunicator) {
+    let (me, size) = rank_of(world);
+    let (handle, mut driver) = connect_bare(world, HandleConfig::default());
+    let w = driver.world();
+    let next = w.rank((me + 1) % size).unwrap();
+    let previous = w.rank((me + size - 1) % size).unwrap();
+    let sizes = [1, 79, 80, 100, 4096, 65_536, 300_000, 1 << 20];
+    let rounds = 3;
+    let mut expected = [Vec::new(), Vec::new()];
+    let mut index = 0;
+    for _ in 0..rounds {
+        for &len in &sizes {
+            let channel = if len <= 4096 && index % 2 == 0 {
+                Channel::Control
+            } else {
+                Channel::Action
+            };
+            handle
+                .try_send(next, channel, pattern(me, index, len))
+                .expect("queued");
+            expected[channel.index()].push(pattern(previous.get(), index, len));
+            index += 1;
+        }
+    }
+    let mut received = [Vec::new(), Vec::new()];
+    let mut ups = 0;
+    let mut drained = Vec::new();
+    let total = expected[0].len() + expected[1].len();
+    poll_until(&mut driver, "every frame", 16, |driver, events| {
+        for event in events.drain(..) {
+            match event {
+                TransportEvent::Frame {
+                    from,
+                    channel,
+                    bytes,
+                } => {
+                    assert_eq!(from, previous);
+                    received[channel.index()].push(bytes);
+                }
+                TransportEvent::PeerUp { .. } => ups += 1,
+                TransportEvent::PeerDrained { peer } => drained.push(peer),
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        received[0].len() + received[1].len() == total && driver.handle().counts().in_flight == 0
+    });
+    assert_eq!(ups, size - 1, "one PeerUp per peer");
+    for channel in Channel::ALL {
+        let (got, want) = (&received[channel.index()], &expected[channel.index()]);
+        assert_eq!(got.len(), want.len(), "{channel} frames");
+        for (i, (got, want)) in got.iter().zip(want).enumerate() {
+            assert!(
+                got == want,
+                "{channel} frame {i}: {} bytes, expected {} in order",
+                got.len(),
+                want.len()
+            );
+        }
+    }
+    let counts = driver.counts();
+    assert_eq!(counts.frames_received, total as u64);
+    assert_eq!(
+        counts.bytes_received,
+        (expected[0]
+            .iter()
+            .chain(&expected[1])
+            .map(Vec::len)
+            .sum::<usize>()) as u64
+    );
+    assert_eq!(
+        (counts.in_flight_frames, counts.retained_bytes),
+        (0, 0),
+        "{counts:?}"
+    );
+    assert_eq!(handle.counts().frames_sent, total as u64);
+    assert_handle_empty(&handle, "after the exchange");
+    let closed = shut_down(driver, drained);
+    assert_all_zero(closed, "after the close");
+    assert_handle_empty(&handle, "after the close");
+    assert!(handle.is_closed());
+}
+
+/// Rank 0 fills its action lane to the next rank with 32 frames of
+/// 256 KiB, then queues one control frame; the receiver, taking one event
+/// per poll, gets the control frame before the action lane is through.
+fn control_passes_a_saturated_action_lane(world: &SimpleCommunicator) {
+    const FLOOD: usize = 32;
+    let (me, size) = rank_of(world);
+    let (handle, mut driver) = connect_bare(world, HandleConfig::default());
+    let w = driver.world();
+    let target = w.rank(1 % size).unwrap();
+    let mut events = Vec::new();
+    let mut drained = Vec::new();
+    if me == 0 {
+        for i in 0..FLOOD {
+            handle
+                .try_send(target, Channel::Action, pattern(0, i, 256 * 1024))
+                .expect("queued");
+        }
+        driver.poll(1024, &mut events).expect("poll");
+        handle
+            .try_send(target, Channel::Control, b"cancel".to_vec())
+            .expect("queued");
+        driver.poll(1024, &mut events).expect("poll");
+    }
+    // Everything is posted before the target starts taking. (In a world of
+    // one, rank 0 sends to itself and may already have taken some.)
+    world.barrier();
+    let mut order: Vec<_> = events
+        .drain(..)
+        .filter_map(|event| {
+            if let TransportEvent::Frame { channel, .. } = event {
+                Some(channel)
+            } else {
+                None
+            }
+        })
+        .collect();
+    let is_target = me == target.get();
+    poll_until(&mut driver, "the flood", 1, |driver, events| {
+        for event in events.drain(..) {
+            match event {
+                TransportEvent::Frame { channel, .. } => order.push(channel),
+                TransportEvent::PeerDrained { peer } => drained.push(peer),
+                _ => {}
+            }
+        }
+        (!is_target || order.len() == FLOOD + 1) && driver.handle().counts().in_flight == 0
+    });
+    if is_target && size > 1 {
+        let position = order
+            .iter()
+            .position(|&c| c == Channel::Control)
+            .expect("the control frame arrived");
+        println!(
+            "mpi_transport: control frame delivered at position {position} of {}",
+            FLOOD + 1
+        );
+        assert!(
+            position < FLOOD,
+            "the control frame waited behind the whole action lane: {order:?}"
+        );
+    }
+    assert_all_zero(shut_down(driver, drained), "after the flood");
+    assert_handle_empty(&handle, "after the flood");
+}
+
+// ---------------------------------------------------------------------------
+// Runtimes.
+
+fn start(world: &SimpleCommunicator, builder: RuntimeBuilder, state: Arc<RankState>) -> RankCtx {
+    let hello = builder.hello().expect("hello");
+    let (handle, driver) = MpiTransport::new()
+        .connect(world, hello)
+        .unwrap_or_else(|error| panic!("connect: {error}"));
+    RankCtx::new(builder.start(handle, driver).expect("start"), state)
+}
+
+fn suite_runtime(world: &SimpleCommunicator) -> RankCtx {
+    let state = Arc::new(RankState::default());
+    start(world, conformance::builder(&state), state)
+}
+
+/// Calls on every rank, a barrier, and a shutdown whose report is zero in
+/// every outstanding count and in the dropped cancellations and responses.
+fn clean_shutdown_reports_all_zero(world: &SimpleCommunicator) {
+    let mut ctx = suite_runtime(world);
+    let client = ctx.rt().client();
+    let calls: Vec<_> = ctx
+        .world()
+        .ranks()
+        .map(|rank| client.spawn_on(rank, Add((rank.get().into(), 1))))
+        .collect();
+    for (rank, call) in ctx.world().ranks().zip(calls) {
+        assert_eq!(ctx.wait(call).expect("add"), u64::from(rank.get()) + 1);
+    }
+    let report = ctx.finish().expect("clean shutdown");
+    assert!(report.is_clean(), "{report}");
+    assert_eq!(
+        (
+            report.pending_calls,
+            report.action_jobs,
+            report.send_tickets,
+            report.dedup_entries,
+            report.pending_events,
+            report.retained_bytes,
+            report.undrained_peers,
+            report.cancels_dropped,
+            report.responses_dropped,
+        ),
+        (0, 0, 0, 0, 0, 0, 0, 0, 0),
+        "{report}"
+    );
+}
+
+/// An action only some ranks register.
+struct Extra(u64);
+
+impl WireValue for Extra {
+    const SCHEMA_ID: u64 = schema_id("mpi_transport.Extra/1");
+    fn encode(&self, out: &mut SegmentWriter) -> Result<(), CodecError> {
+        self.0.encode(out)
+    }
+    fn decode(input: &mut SegmentReader<'_>) -> Result<Self, CodecError> {
+        u64::decode(input).map(Extra)
+    }
+}
+
+impl Action for Extra {
+    const ID: u128 = 0xe47a_0001;
+    type Output = u64;
+}
+
+/// Connects with `builder`; at one rank the connection must succeed, at
+/// more every rank must fail with a handshake error on `field`, naming the
+/// odd rank (or, on the odd rank, rank 0).
+fn expect_mismatch(
+    world: &SimpleCommunicator,
+    builder: RuntimeBuilder,
+    odd: u32,
+    field: HelloField,
+) {
+    let (me, size) = rank_of(world);
+    let result = MpiTransport::new().connect(world, builder.hello().expect("hello"));
+    if size == 1 {
+        let (handle, driver) = result.expect("a world of one has no peer to disagree with");
+        let report = builder
+            .start(handle, driver)
+            .expect("start")
+            .shutdown(Duration::from_secs(10))
+            .expect("clean");
+        assert!(report.is_clean(), "{report}");
+        return;
+    }
+    let error = result
+        .map(|_| ())
+        .expect_err("an incompatible world must not connect");
+    let MpiError::Handshake { peer, mismatch } = error else {
+        panic!("rank {me}: unexpected {error:?}")
+    };
+    assert_eq!(mismatch.field, field, "rank {me}: {error}");
+    assert_eq!(
+        peer.get(),
+        if me == odd { 0 } else { odd },
+        "rank {me}: {error}"
+    );
+    println!("mpi_transport: rank {me}: refused as expected: {error}");
+}
+
+/// The highest rank registers one more action than the others.
+fn fingerprint_mismatch_fails_every_rank(world: &SimpleCommunicator) {
+    let (me, size) = rank_of(world);
+    let state = Arc::new(RankState::default());
+    let mut builder = conformance::builder(&state);
+    if me == size - 1 {
+        builder
+            .register_in::<Extra, _>(conformance::WORK, |Extra(x)| Ok(x))
+            .expect("register");
+    }
+    expect_mismatch(world, builder, size - 1, HelloField::Fingerprint);
+}
+
+/// The highest rank belongs to another run.
+fn run_id_mismatch_fails_every_rank(world: &SimpleCommunicator) {
+    let (me, size) = rank_of(world);
+    let state = Arc::new(RankState::default());
+    let run = if me == size - 1 {
+        conformance::RUN_ID + 1
+    } else {
+        conformance::RUN_ID
+    };
+    let mut builder =
+        Runtime::builder(run, ProtocolLimits::default(), conformance::limits()).expect("builder");
+    conformance::register(&mut builder, &state);
+    expect_mismatch(world, builder, size - 1, HelloField::RunId);
+}
+
+/// The highest rank connects only after the others' bootstrap deadline:
+/// they all fail with a setup timeout instead of waiting, and so does the
+/// late rank (nobody answers its hello).
+fn a_late_rank_makes_the_others_time_out(world: &SimpleCommunicator) {
+    let (me, size) = rank_of(world);
+    if size == 1 {
+        return;
+    }
+    let mut config = MpiConfig::default();
+    config.bootstrap_timeout = Duration::from_millis(300);
+    if me == size - 1 {
+        std::thread::sleep(Duration::from_millis(1200));
+    }
+    let start = Instant::now();
+    let error = MpiTransport::with_config(config)
+        .connect(world, bare_hello(HandleConfig::default()))
+        .map(|_| ())
+        .expect_err("a late rank cannot complete the bootstrap");
+    assert!(
+        matches!(error, MpiError::SetupTimeout { .. }),
+        "rank {me}: {error:?}"
+    );
+    println!(
+        "mpi_transport: rank {me}: {error} after {:.2?}",
+        start.elapsed()
+    );
+    // Let every rank be done with the failed bootstrap before the next step
+    // (its late messages then find nobody waiting, on a leaked communicator).
+    world.barrier();
+}
+
+/// A call to a blocked handler fails with its deadline; the result that
+/// comes after the gate opens is discarded as late.
+fn deadline_then_late_result(world: &SimpleCommunicator) {
+    let mut ctx = suite_runtime(world);
+    if ctx.rank() == Rank::ZERO {
+        let client = ctx.rt().client();
+        let target = ctx.next(ctx.world().get() - 1);
+        let options = SpawnOptions::deadline(Duration::from_millis(100));
+        let call = client.spawn_on_with(target, Block(()), options);
+        let error = ctx.wait(call).unwrap_err();
+        assert!(
+            matches!(error, RuntimeError::DeadlineExceeded { .. }),
+            "{error:?}"
+        );
+        // The handler is blocked (or its job was refused, being cancelled
+        // before it started): open the gate; its result, if any, is late.
+        ctx.release(target, true);
+        ctx.wait_until("the handler to finish", move |ctx| {
+            ctx.stats_of(target).3 == 0
+        });
+        if target != ctx.rank() {
+            ctx.wait_until("the late answer", |ctx| {
+                ctx.rt().stats().metrics.late_results_discarded >= 1
+            });
+        }
+        ctx.release(target, false);
+        assert!(ctx.rt().stats().metrics.deadline_expiries >= 1);
+    }
+    let report = ctx.finish().expect("clean shutdown");
+    assert!(report.is_clean(), "{report}");
+}
+
+/// Rank 0 starts and at once drops 300 calls to the last rank: each
+/// cancellation travels on the control tag and may overtake its request
+/// on the action tag. Whatever the interleaving, nothing hangs, every
+/// call ends exactly once, at most the calls that were not cancelled in
+/// time run, and the shutdown is clean (the tombstones of cancellations
+/// that arrived first are cleared with the dedup table).
+fn cancels_overtaking_their_requests(world: &SimpleCommunicator) {
+    const CALLS: u64 = 300;
+    let mut ctx = suite_runtime(world);
+    if ctx.rank() == Rank::ZERO {
+        let client = ctx.rt().client();
+        let target = ctx.next(ctx.world().get() - 1);
+        let (counted_before, ..) = ctx.stats_of(target);
+        let requested_before = ctx.rt().stats().metrics.cancellation_requested;
+        for _ in 0..CALLS {
+            drop(client.spawn_on(target, Count(())));
+        }
+        if target != ctx.rank() {
+            let requested = ctx.rt().stats().metrics.cancellation_requested - requested_before;
+            assert!(
+                requested >= CALLS,
+                "{requested} cancellations requested for {CALLS} dropped calls"
+            );
+        }
+        // A marker behind them all (the target's queue may still be full
+        // of the calls whose cancellation came too late).
+        let start = Instant::now();
+        let marker = loop {
+            assert!(start.elapsed() < PATIENCE, "the marker was never admitted");
+            match ctx.wait(client.spawn_on(target, Count(()))) {
+                Ok(counted) => break counted,
+                Err(RuntimeError::ResourceExhausted { .. }) => {
+                    // Let the owner thread finish the admitted calls.
+                    let _ = ctx.rt().progress();
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Err(other) => panic!("marker: {other:?}"),
+            }
+        };
+        let ran = marker - counted_before - 1;
+        println!(
+            "mpi_transport: {ran} of {CALLS} dropped calls ran before their cancellation reached them"
+        );
+        assert!(ran <= CALLS);
+        assert_eq!(ctx.rt().stats().pending_calls, 0);
+    }
+    let report = ctx.finish().expect("clean shutdown");
+    assert!(report.is_clean(), "{report}");
+}
+
+/// The highest rank drops its runtime without a shutdown while rank 0 has
+/// a call running there, stops taking part in dinah, and only reaches
+/// `MPI_Finalize` at the end of the program, like every rank. Rank 0's
+/// running call ends with its deadline or a transport error, later calls
+/// to the departed rank fail fast with a transport error, and the ranks
+/// that stay shut down among themselves without hanging.
+fn a_rank_that_leaves_early(world: &SimpleCommunicator) {
+    let (me, size) = rank_of(world);
+    let mut ctx = suite_runtime(world);
+    let last = ctx.world().rank(size - 1).unwrap();
+    ctx.barrier();
+    if me == last.get() {
+        // Wait until rank 0's call is running here, then leave.
+        let state = Arc::clone(&ctx.state);
+        ctx.wait_until("rank 0's call", move |_| {
+            size == 1 || state.sleeps_started.load(Ordering::SeqCst) >= 1
+        });
+        drop(ctx.take_runtime());
+        println!("mpi_transport: rank {me}: left without a shutdown");
+        // Out of dinah; MPI_Finalize comes with the other ranks'.
+        std::thread::sleep(Duration::from_millis(300));
+        return;
+    }
+    if me == 0 {
+        let client = ctx.rt().client();
+        let options = SpawnOptions::deadline(Duration::from_secs(5));
+        let running = client.spawn_on_with(last, Sleep((60_000, true)), options);
+        match ctx.wait(running) {
+            Err(RuntimeError::DeadlineExceeded { .. } | RuntimeError::Transport { .. }) => {}
+            other => panic!("the call to the departed rank ended with {other:?}"),
+        }
+        // Once the departure is known, calls to it fail at once.
+        let start = Instant::now();
+        loop {
+            assert!(
+                start.elapsed() < PATIENCE,
+                "the departed rank never failed fast"
+            );
+            let call = client.spawn_on_with(
+                last,
+                Add((1, 1)),
+                SpawnOptions::deadline(Duration::from_secs(5)),
+            );
+            match ctx.wait(call) {
+                Err(RuntimeError::Transport { peer, error }) => {
+                    assert_eq!(peer, last);
+                    println!(
+                        "mpi_transport: rank 0: a call to the departed rank fails fast: {error}"
+                    );
+                    break;
+                }
+                Err(RuntimeError::DeadlineExceeded { .. }) => {}
+                other => panic!("a call to the departed rank ended with {other:?}"),
+            }
+        }
+    }
+    // The remaining ranks end together. Their own barrier would need the
+    // departed rank, so each one waits only for its own calls: the shutdown
+    // drains every live peer's goodbye (or gives up at the deadline).
+    let runtime = ctx.take_runtime();
+    match runtime.shutdown(Duration::from_secs(20)) {
+        Ok(report) => {
+            println!("mpi_transport: rank {me}: clean shutdown without the departed rank: {report}")
+        }
+        Err(timeout) => panic!("rank {me}: {timeout}"),
+    }
+}

@@ -1,0 +1,81 @@
+//! The frame of every MPI test program (`harness = false`, run under
+//! `mpirun` by `cargo xtask ci --lane mpi`): one `MPI_Init` (Funneled) per
+//! process, the program's steps in order on every rank, and the
+//! `Universe` dropped (`MPI_Finalize`) only at the very end, after every
+//! runtime is gone.
+//!
+//! A failed check panics; the panic is caught and the whole job is
+//! aborted with `MPI_Abort`, so the other ranks never wait for a rank that
+//! is gone and `mpirun` exits non-zero at once.
+#![allow(dead_code, reason = "each MPI test program uses the helpers it needs")]
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::time::Instant;
+
+use dinah::mpi::mpi;
+use mpi::Threading;
+use mpi::environment::Universe;
+use mpi::topology::SimpleCommunicator;
+use mpi::traits::Communicator;
+
+/// MPI for one test program.
+pub(crate) struct Harness {
+    program: &'static str,
+    universe: Universe,
+    world: SimpleCommunicator,
+}
+
+impl Harness {
+    /// Initialises MPI (Funneled) on this, the main, thread.
+    pub(crate) fn init(program: &'static str) -> Self {
+        let (universe, threading) = mpi::initialize_with_threading(Threading::Funneled)
+            .expect("MPI initialises once per process");
+        assert!(
+            threading >= Threading::Funneled,
+            "MPI granted {threading:?}, dinah needs Funneled"
+        );
+        let world = universe.world();
+        Self {
+            program,
+            universe,
+            world,
+        }
+    }
+
+    /// `MPI_COMM_WORLD`.
+    pub(crate) fn world(&self) -> &SimpleCommunicator {
+        &self.world
+    }
+
+    /// This rank and the world size.
+    pub(crate) fn rank_and_size(&self) -> (i32, i32) {
+        (self.world.rank(), self.world.size())
+    }
+
+    /// Runs one step on this rank; aborts the job if it panics.
+    pub(crate) fn step(&self, name: &str, step: impl FnOnce(&SimpleCommunicator)) {
+        let (rank, size) = self.rank_and_size();
+        let start = Instant::now();
+        if catch_unwind(AssertUnwindSafe(|| step(&self.world))).is_err() {
+            eprintln!(
+                "{}: rank {rank}/{size}: `{name}` failed; aborting the job",
+                self.program
+            );
+            self.world.abort(101);
+        }
+        println!(
+            "{}: rank {rank}/{size}: {name} ok ({:.2?})",
+            self.program,
+            start.elapsed()
+        );
+    }
+
+    /// Finalises MPI (waits for every rank). Every runtime must be gone.
+    pub(crate) fn finish(self) {
+        let Self {
+            universe, world, ..
+        } = self;
+        drop(world);
+        drop(universe);
+    }
+}

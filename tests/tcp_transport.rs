@@ -1,0 +1,642 @@
+//! The TCP transport alone, driven with raw frames (no runtime): the
+//! handshake, FIFO order per lane, peers going down, the goodbye and
+//! drain, back-pressure, and what `close` reports.
+//!
+//! Every rank runs in this process; one test thread polls all drivers in
+//! turn. Waits are bounded by a generous patience so a broken transport
+//! fails instead of hanging; nothing asserts on elapsed time.
+
+use std::thread;
+use std::time::{Duration, Instant};
+
+use dinah_core::wire::{Call, Channel, Header, Message, RelativeDeadline, encode_frame};
+use dinah_core::{ActionId, DomainId, Fingerprint, ProtocolLimits, Rank, RequestId, WorldSize};
+use dinah_std::transport::{
+    DownReason, HandleConfig, PeerStatus, SendErrorKind, TransportDriver, TransportError,
+    TransportEvent, TransportHandle, TransportHello,
+};
+use dinah_tcp::{Membership, TcpConfig, TcpDriver, TcpError, TcpTransport};
+
+const PATIENCE: Duration = Duration::from_secs(60);
+
+fn transport_hello(handle: HandleConfig) -> TransportHello {
+    TransportHello {
+        run_id: 0x7e57,
+        protocol_limits: ProtocolLimits::DEFAULT,
+        fingerprint: Fingerprint::of(&mut []).unwrap(),
+        handle,
+    }
+}
+
+fn roomy() -> HandleConfig {
+    HandleConfig {
+        action_queue: 8192,
+        control_queue: 1024,
+        retained_bytes: 512 << 20,
+    }
+}
+
+/// One rank: its handle, its driver, and every event it reported.
+struct Node {
+    handle: TransportHandle,
+    driver: TcpDriver,
+    events: Vec<TransportEvent>,
+}
+
+impl Node {
+    fn rank(&self) -> Rank {
+        self.handle.rank()
+    }
+
+    fn poll(&mut self) -> bool {
+        self.driver.poll(256, &mut self.events).expect("poll")
+    }
+
+    /// Frames received so far: (from, channel, bytes).
+    fn frames(&self) -> impl Iterator<Item = (Rank, Channel, &[u8])> {
+        self.events.iter().filter_map(|event| match event {
+            TransportEvent::Frame {
+                from,
+                channel,
+                bytes,
+            } => Some((*from, *channel, bytes.as_slice())),
+            _ => None,
+        })
+    }
+
+    fn downs(&self) -> Vec<(Rank, &TransportError)> {
+        self.events
+            .iter()
+            .filter_map(|event| match event {
+                TransportEvent::PeerDown { peer, error } => Some((*peer, error)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn drained(&self) -> Vec<Rank> {
+        self.events
+            .iter()
+            .filter_map(|event| match event {
+                TransportEvent::PeerDrained { peer } => Some(*peer),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// Connects a world of `size` ranks in this process.
+fn connect(size: u32, config: TcpConfig, handle: HandleConfig) -> Vec<Node> {
+    let world = WorldSize::new(size).unwrap();
+    let ranks: Vec<_> = Membership::loopback(world)
+        .unwrap()
+        .into_iter()
+        .map(|membership| {
+            thread::spawn(move || {
+                TcpTransport::connect_with(membership, transport_hello(handle), config)
+            })
+        })
+        .collect();
+    ranks
+        .into_iter()
+        .map(|rank| {
+            let (handle, driver) = rank.join().unwrap().expect("connect");
+            Node {
+                handle,
+                driver,
+                events: Vec::new(),
+            }
+        })
+        .collect()
+}
+
+/// Polls every node until `done` holds.
+fn pump(nodes: &mut [Node], what: &str, mut done: impl FnMut(&mut [Node]) -> bool) {
+    let start = Instant::now();
+    loop {
+        let mut busy = false;
+        for node in nodes.iter_mut() {
+            busy |= node.poll();
+        }
+        if done(nodes) {
+            return;
+        }
+        assert!(start.elapsed() < PATIENCE, "gave up waiting for {what}");
+        if !busy {
+            thread::sleep(Duration::from_micros(200));
+        }
+    }
+}
+
+fn call(seq: u64) -> Call {
+    Call {
+        request: RequestId::new(seq + 1).unwrap(),
+        action: ActionId::new(0xf00d).unwrap(),
+        domain: DomainId::MIN,
+        trace: None,
+    }
+}
+
+/// A request frame from `origin` carrying `seq` and `filler` extra bytes.
+fn request(origin: Rank, seq: u64, filler: usize) -> Vec<u8> {
+    let deadline = RelativeDeadline::from_duration(Duration::from_secs(60)).unwrap();
+    let tail = vec![(seq % 251) as u8; filler];
+    let seq_bytes = seq.to_le_bytes();
+    let segments = [seq_bytes.as_slice(), tail.as_slice()];
+    let header = Header::new(
+        origin,
+        Message::Request {
+            call: call(seq),
+            deadline,
+        },
+        &segments,
+        &ProtocolLimits::DEFAULT,
+    )
+    .unwrap();
+    let mut frame = vec![0; header.frame_len()];
+    encode_frame(&header, &segments, &mut frame).unwrap();
+    frame
+}
+
+/// A cancel frame from `origin` for request `seq`.
+fn cancel(origin: Rank, seq: u64) -> Vec<u8> {
+    Header::without_payload(origin, Message::Cancel { call: call(seq) })
+        .unwrap()
+        .encode()
+        .to_vec()
+}
+
+/// The sequence number a test frame carries.
+fn seq_of(frame: &[u8]) -> u64 {
+    u64::from_le_bytes(frame[24..32].try_into().unwrap()) - 1
+}
+
+#[test]
+fn every_peer_comes_up_at_world_sizes_1_2_and_4() {
+    for size in [1, 2, 4] {
+        let mut nodes = connect(size, TcpConfig::default(), roomy());
+        for node in &mut nodes {
+            node.poll();
+            let ups: Vec<_> = node
+                .events
+                .iter()
+                .filter_map(|event| match event {
+                    TransportEvent::PeerUp { peer } => Some(peer.get()),
+                    _ => None,
+                })
+                .collect();
+            let others: Vec<_> = (0..size).filter(|&r| r != node.rank().get()).collect();
+            assert_eq!(ups, others, "world {size}, {}", node.rank());
+            for peer in node.handle.world().ranks() {
+                assert_eq!(node.handle.peer_status(peer), PeerStatus::Up);
+            }
+            assert!(node.driver.rejected().is_empty());
+            assert_eq!(node.driver.counts().undrained_peers, size - 1);
+        }
+    }
+}
+
+#[test]
+fn each_lane_is_fifo_and_control_is_separate() {
+    let mut nodes = connect(2, TcpConfig::default(), roomy());
+    let (zero, one) = (nodes[0].rank(), nodes[1].rank());
+    let (actions, cancels) = (3000u64, 300u64);
+    let mut sent = (0, 0);
+    pump(&mut nodes, "every frame", |nodes| {
+        // Keep both lanes busy, interleaved, a slice at a time.
+        while sent.0 < actions && nodes[0].handle.counts().queued_action < 512 {
+            let frame = request(zero, sent.0, (sent.0 % 97) as usize * 13);
+            nodes[0]
+                .handle
+                .try_send(one, Channel::Action, frame)
+                .unwrap();
+            sent.0 += 1;
+            if sent.1 < cancels && sent.0 % 10 == 0 {
+                nodes[0]
+                    .handle
+                    .try_send(one, Channel::Control, cancel(zero, sent.1))
+                    .unwrap();
+                sent.1 += 1;
+            }
+        }
+        nodes[1].frames().count() as u64 == actions + cancels
+    });
+    let lane = |channel| -> Vec<u64> {
+        nodes[1]
+            .frames()
+            .filter(|&(from, c, _)| from == zero && c == channel)
+            .map(|(_, _, f)| seq_of(f))
+            .collect()
+    };
+    assert_eq!(lane(Channel::Action), (0..actions).collect::<Vec<_>>());
+    assert_eq!(lane(Channel::Control), (0..cancels).collect::<Vec<_>>());
+    for (_, _, frame) in nodes[1].frames().filter(|f| f.1 == Channel::Action) {
+        assert_eq!(
+            frame,
+            request(zero, seq_of(frame), (seq_of(frame) % 97) as usize * 13),
+            "byte for byte"
+        );
+    }
+    let counts = nodes[0].handle.counts();
+    assert_eq!(
+        (counts.in_flight, counts.retained_bytes, counts.frames_sent),
+        (0, 0, actions + cancels)
+    );
+    assert_eq!(nodes[1].driver.counts().frames_received, actions + cancels);
+}
+
+#[test]
+fn every_rank_reaches_every_rank_in_a_world_of_4() {
+    let mut nodes = connect(4, TcpConfig::default(), roomy());
+    let per_peer = 200u64;
+    for node in &nodes {
+        for peer in node.handle.world().ranks().filter(|&p| p != node.rank()) {
+            for seq in 0..per_peer {
+                node.handle
+                    .try_send(peer, Channel::Action, request(node.rank(), seq, 40))
+                    .unwrap();
+                node.handle
+                    .try_send(peer, Channel::Control, cancel(node.rank(), seq))
+                    .unwrap();
+            }
+        }
+    }
+    pump(&mut nodes, "all-to-all", |nodes| {
+        nodes
+            .iter()
+            .all(|n| n.frames().count() as u64 == 3 * 2 * per_peer)
+    });
+    for node in &nodes {
+        for from in node.handle.world().ranks().filter(|&p| p != node.rank()) {
+            for channel in Channel::ALL {
+                let seqs: Vec<_> = node
+                    .frames()
+                    .filter(|f| f.0 == from && f.1 == channel)
+                    .map(|f| seq_of(f.2))
+                    .collect();
+                assert_eq!(
+                    seqs,
+                    (0..per_peer).collect::<Vec<_>>(),
+                    "{} from {from} on {channel}",
+                    node.rank()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn large_frames_arrive_intact() {
+    let mut nodes = connect(2, TcpConfig::default(), roomy());
+    let (zero, one) = (nodes[0].rank(), nodes[1].rank());
+    let sizes = [8 << 20, 1, 65_535, 65_536, 1 << 20, 3_000_001];
+    let frames: Vec<_> = sizes
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| request(zero, i as u64, n))
+        .collect();
+    for frame in &frames {
+        nodes[0]
+            .handle
+            .try_send(one, Channel::Action, frame.clone())
+            .unwrap();
+    }
+    pump(&mut nodes, "the large frames", |nodes| {
+        nodes[1].frames().count() == frames.len()
+    });
+    let received: Vec<_> = nodes[1].frames().map(|f| f.2.to_vec()).collect();
+    assert_eq!(received, frames);
+}
+
+#[test]
+fn a_rank_that_vanishes_is_reported_down_and_the_others_go_on() {
+    let mut nodes = connect(3, TcpConfig::default(), roomy());
+    let gone = nodes.pop().unwrap();
+    let gone_rank = gone.rank();
+    // Dropped without a goodbye: its sockets close.
+    drop(gone);
+    pump(&mut nodes, "the peer-down reports", |nodes| {
+        nodes.iter().all(|n| !n.downs().is_empty())
+    });
+    for node in &nodes {
+        let downs = node.downs();
+        assert_eq!(downs.len(), 1);
+        let (peer, error) = downs[0];
+        assert_eq!(peer, gone_rank);
+        assert!(
+            matches!(
+                error,
+                TransportError::PeerDown {
+                    reason: DownReason::EndOfStream,
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
+        assert_eq!(node.handle.peer_status(gone_rank), PeerStatus::Down);
+        assert_eq!(
+            node.handle.down_reason(gone_rank),
+            Some(DownReason::EndOfStream)
+        );
+        let refused = node
+            .handle
+            .try_send(gone_rank, Channel::Action, request(node.rank(), 0, 0))
+            .unwrap_err();
+        assert_eq!(refused.kind(), SendErrorKind::PeerDown { to: gone_rank });
+        assert_eq!(node.driver.counts().undrained_peers, 1);
+    }
+    // The two survivors still talk.
+    let (zero, one) = (nodes[0].rank(), nodes[1].rank());
+    nodes[0]
+        .handle
+        .try_send(one, Channel::Action, request(zero, 9, 9))
+        .unwrap();
+    nodes[1]
+        .handle
+        .try_send(zero, Channel::Control, cancel(one, 4))
+        .unwrap();
+    pump(&mut nodes, "the survivors' frames", |nodes| {
+        nodes.iter().all(|n| n.frames().count() == 1)
+    });
+}
+
+#[test]
+fn unwritten_frames_for_a_peer_that_goes_down_come_back_as_send_failed() {
+    let mut config = TcpConfig::default();
+    // The receiver takes little and stops reading: the sender's frames pile
+    // up unwritten in its outbox.
+    config.inbox_frames = 2;
+    config.inbox_bytes = 1 << 20;
+    let mut nodes = connect(2, config, roomy());
+    let (zero, one) = (nodes[0].rank(), nodes[1].rank());
+    let total = 200u64;
+    for seq in 0..total {
+        nodes[0]
+            .handle
+            .try_send(one, Channel::Action, request(zero, seq, 1 << 20))
+            .unwrap();
+    }
+    // Only the sender polls: the receiver's readers fill their inboxes and
+    // stop, and TCP flow control stops the sender.
+    let mut sender = nodes.remove(0);
+    for _ in 0..50 {
+        sender.poll();
+        thread::sleep(Duration::from_millis(2));
+    }
+    assert!(
+        sender.handle.counts().in_flight > 0,
+        "frames wait in the outbox"
+    );
+    drop(nodes);
+    let start = Instant::now();
+    while sender.downs().is_empty() {
+        assert!(start.elapsed() < PATIENCE, "no peer-down report");
+        sender.poll();
+        sender
+            .driver
+            .idle_wait(Duration::ZERO, Duration::from_millis(1));
+    }
+    sender.poll();
+    let failed = sender
+        .events
+        .iter()
+        .filter(|e| matches!(e, TransportEvent::SendFailed { to, error: TransportError::PeerDown { .. }, .. } if *to == one))
+        .count() as u64;
+    let counts = sender.handle.counts();
+    assert!(failed > 0, "some frames were still unwritten");
+    assert_eq!(
+        counts.frames_sent + failed,
+        total,
+        "every frame is either sent or handed back"
+    );
+    assert_eq!(
+        (counts.in_flight, counts.retained_bytes),
+        (0, 0),
+        "{counts:?}"
+    );
+    let driver = sender.driver.counts();
+    assert_eq!(
+        (driver.in_flight_frames, driver.retained_bytes),
+        (0, 0),
+        "{driver:?}"
+    );
+}
+
+#[test]
+fn a_graceful_shutdown_drains_every_peer_after_its_frames() {
+    let mut nodes = connect(3, TcpConfig::default(), roomy());
+    let per_peer = 500u64;
+    for node in &nodes {
+        for peer in node.handle.world().ranks().filter(|&p| p != node.rank()) {
+            for seq in 0..per_peer {
+                node.handle
+                    .try_send(peer, Channel::Action, request(node.rank(), seq, 100))
+                    .unwrap();
+            }
+        }
+        // Nothing polled yet: the goodbye must wait behind these frames.
+    }
+    for node in &mut nodes {
+        node.driver.begin_shutdown();
+        let refused = node
+            .handle
+            .try_send(node.rank(), Channel::Action, vec![0])
+            .unwrap_err();
+        assert_eq!(refused.kind(), SendErrorKind::Closed);
+    }
+    pump(&mut nodes, "the drain", |nodes| {
+        nodes.iter().all(|n| n.driver.is_drained())
+    });
+    for node in &mut nodes {
+        assert!(node.downs().is_empty(), "{:?}", node.downs());
+        let mut drained = node.drained();
+        drained.sort();
+        let others: Vec<_> = node
+            .handle
+            .world()
+            .ranks()
+            .filter(|&p| p != node.rank())
+            .collect();
+        assert_eq!(drained, others);
+        // Each peer's drain comes after every frame from it.
+        for peer in &others {
+            let last_frame = node
+                .events
+                .iter()
+                .rposition(|e| matches!(e, TransportEvent::Frame { from, .. } if from == peer));
+            let drain = node
+                .events
+                .iter()
+                .position(|e| matches!(e, TransportEvent::PeerDrained { peer: p } if p == peer));
+            assert!(
+                last_frame < drain,
+                "{} drained {peer} before its last frame",
+                node.rank()
+            );
+        }
+        assert_eq!(node.frames().count() as u64, 2 * per_peer);
+        let left = node.driver.close(Instant::now() + Duration::from_secs(5));
+        assert_eq!(
+            (
+                left.in_flight_frames,
+                left.retained_bytes,
+                left.undrained_peers
+            ),
+            (0, 0, 0),
+            "{left:?}"
+        );
+        assert_eq!(node.handle.counts().in_flight, 0);
+        assert!(matches!(
+            node.driver.poll(1, &mut Vec::new()),
+            Err(TransportError::Closed)
+        ));
+    }
+}
+
+#[test]
+fn back_pressure_is_a_typed_refusal_and_memory_stays_bounded() {
+    let mut config = TcpConfig::default();
+    config.inbox_frames = 8;
+    config.inbox_bytes = 256 << 10;
+    config.write_queue_bytes = 512 << 10;
+    let budget = 4 << 20;
+    let handle = HandleConfig {
+        action_queue: 256,
+        control_queue: 16,
+        retained_bytes: budget,
+    };
+    let mut nodes = connect(2, config, handle);
+    let (zero, one) = (nodes[0].rank(), nodes[1].rank());
+    let frame_len = request(zero, 0, 64 << 10).len() as u64;
+    // Rank 1 does not poll: rank 0 sends until the handle refuses.
+    let mut sent = 0u64;
+    let refusal = loop {
+        match nodes[0]
+            .handle
+            .try_send(one, Channel::Action, request(zero, sent, 64 << 10))
+        {
+            Ok(()) => sent += 1,
+            Err(refused) => break refused.kind(),
+        }
+        nodes[0].poll();
+        assert!(sent < 100_000, "never refused: the buffers grow");
+    };
+    assert!(
+        matches!(
+            refusal,
+            SendErrorKind::RetainedBytes { .. } | SendErrorKind::QueueFull { .. }
+        ),
+        "{refusal:?}"
+    );
+    assert!(nodes[0].handle.counts().retained_bytes <= budget + frame_len);
+    let receiver = nodes[1].driver.counts().retained_bytes;
+    assert!(
+        receiver <= (256 << 10) * 2 + 2 * frame_len,
+        "receiver holds {receiver} bytes"
+    );
+    // The control lane has its own reserve: a cancel still goes through.
+    nodes[0]
+        .handle
+        .try_send(one, Channel::Control, cancel(zero, 1))
+        .unwrap();
+    pump(&mut nodes, "everything to arrive", |nodes| {
+        nodes[1].frames().count() as u64 == sent + 1
+    });
+    let seqs: Vec<_> = nodes[1]
+        .frames()
+        .filter(|f| f.1 == Channel::Action)
+        .map(|f| seq_of(f.2))
+        .collect();
+    assert_eq!(seqs, (0..sent).collect::<Vec<_>>());
+}
+
+#[test]
+fn close_reports_what_it_discarded() {
+    let mut config = TcpConfig::default();
+    config.inbox_frames = 2;
+    let mut nodes = connect(2, config, roomy());
+    let (zero, one) = (nodes[0].rank(), nodes[1].rank());
+    for seq in 0..64 {
+        nodes[0]
+            .handle
+            .try_send(one, Channel::Action, request(zero, seq, 1 << 20))
+            .unwrap();
+    }
+    for _ in 0..20 {
+        nodes[0].poll();
+        thread::sleep(Duration::from_millis(2));
+    }
+    let left = nodes[0]
+        .driver
+        .close(Instant::now() + Duration::from_secs(5));
+    assert!(
+        left.in_flight_frames > 0 && left.retained_bytes > 0,
+        "{left:?}"
+    );
+    assert_eq!(
+        nodes[0].driver.counts(),
+        left,
+        "counts after close are what close reported"
+    );
+    let handle = nodes[0].handle.counts();
+    assert_eq!(
+        (
+            handle.in_flight,
+            handle.queued_action,
+            handle.retained_bytes
+        ),
+        (0, 0, 0),
+        "{handle:?}"
+    );
+    assert!(nodes[0].handle.is_closed());
+}
+
+#[test]
+fn a_rank_can_send_to_itself() {
+    let mut nodes = connect(2, TcpConfig::default(), roomy());
+    let zero = nodes[0].rank();
+    nodes[0]
+        .handle
+        .try_send(zero, Channel::Action, request(zero, 5, 3))
+        .unwrap();
+    pump(&mut nodes, "the loopback frame", |nodes| {
+        nodes[0].frames().count() == 1
+    });
+    let (from, channel, frame) = nodes[0].frames().next().unwrap();
+    assert_eq!((from, channel, seq_of(frame)), (zero, Channel::Action, 5));
+}
+
+#[test]
+fn set_up_times_out_when_a_rank_never_comes() {
+    let world = WorldSize::new(3).unwrap();
+    let mut config = TcpConfig::default();
+    config.setup_timeout = Duration::from_millis(300);
+    let mut members = Membership::loopback(world).unwrap();
+    // Only rank 1 shows up: rank 0 is bound but silent, rank 2 absent.
+    let one = members.remove(1);
+    let error = TcpTransport::connect_with(one, transport_hello(roomy()), config).unwrap_err();
+    drop(members);
+    assert!(
+        matches!(
+            error,
+            TcpError::HelloTimeout { .. } | TcpError::SetupTimeout { .. }
+        ),
+        "{error}"
+    );
+    let transport: TransportError = error.into();
+    assert!(transport.to_string().contains("time"), "{transport}");
+}
+
+#[test]
+fn set_up_fails_when_a_lower_rank_refuses_connections() {
+    let world = WorldSize::new(2).unwrap();
+    let mut config = TcpConfig::default();
+    config.setup_timeout = Duration::from_millis(300);
+    let mut members = Membership::loopback(world).unwrap();
+    // Rank 0's port is closed: every dial is refused until the deadline.
+    drop(members.remove(0));
+    let error = TcpTransport::connect_with(members.remove(0), transport_hello(roomy()), config)
+        .unwrap_err();
+    assert!(matches!(error, TcpError::Connect { .. }), "{error}");
+    assert!(std::error::Error::source(&error).is_some());
+}
