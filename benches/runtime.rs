@@ -87,12 +87,20 @@ struct Pair {
 }
 
 impl Pair {
-    fn new() -> Self {
+    /// With `inline`, the no-op is registered inline (it runs on the
+    /// serving owner thread instead of a worker).
+    fn new(inline: bool) -> Self {
         let world = WorldSize::new(2).unwrap();
         let network = SimNetwork::with_mode(world, 1, FaultPlan::new(), SimMode::Threaded).unwrap();
         let builder = || {
             let mut builder = Runtime::builder(1, ProtocolLimits::default(), limits()).unwrap();
-            builder.register::<Noop, _>(|Noop(n)| Ok(n)).unwrap();
+            if inline {
+                builder
+                    .register_inline::<Noop, _>(dinah_std::DEFAULT_DOMAIN, |Noop(n)| Ok(n))
+                    .unwrap();
+            } else {
+                builder.register::<Noop, _>(|Noop(n)| Ok(n)).unwrap();
+            }
             builder
         };
         let stop = Arc::new(AtomicBool::new(false));
@@ -267,14 +275,19 @@ fn round_trips(c: &mut Criterion) {
                 start.elapsed()
             });
         });
-        group.bench_function(BenchmarkId::new("dinah_noop_memory", in_flight), |b| {
-            let mut pair = Pair::new();
-            b.iter_custom(|iters| {
-                let start = Instant::now();
-                pair.run(iters, in_flight);
-                start.elapsed()
+        for (name, inline) in [
+            ("dinah_noop_memory", false),
+            ("dinah_noop_inline_memory", true),
+        ] {
+            group.bench_function(BenchmarkId::new(name, in_flight), |b| {
+                let mut pair = Pair::new(inline);
+                b.iter_custom(|iters| {
+                    let start = Instant::now();
+                    pair.run(iters, in_flight);
+                    start.elapsed()
+                });
             });
-        });
+        }
     }
     group.finish();
 }
@@ -282,17 +295,22 @@ fn round_trips(c: &mut Criterion) {
 /// Allocations per action, over a fixed number of calls (both ranks'
 /// allocations count: they share the process).
 fn allocations_per_action() {
-    for in_flight in [1u64, 256] {
-        let mut pair = Pair::new();
-        pair.run(1024, in_flight);
-        let calls = 4096;
-        let before = ALLOCATIONS.load(Ordering::Relaxed);
-        pair.run(calls, in_flight);
-        let after = ALLOCATIONS.load(Ordering::Relaxed);
-        println!(
-            "runtime_round_trip/dinah_noop_memory/{in_flight}: {:.1} allocations per action (both ranks)",
-            (after - before) as f64 / calls as f64
-        );
+    for (name, inline) in [
+        ("dinah_noop_memory", false),
+        ("dinah_noop_inline_memory", true),
+    ] {
+        for in_flight in [1u64, 256] {
+            let mut pair = Pair::new(inline);
+            pair.run(1024, in_flight);
+            let calls = 4096;
+            let before = ALLOCATIONS.load(Ordering::Relaxed);
+            pair.run(calls, in_flight);
+            let after = ALLOCATIONS.load(Ordering::Relaxed);
+            println!(
+                "runtime_round_trip/{name}/{in_flight}: {:.1} allocations per action (both ranks)",
+                (after - before) as f64 / calls as f64
+            );
+        }
     }
 }
 

@@ -9,7 +9,9 @@
 //!   1,024 in flight, echoed by a server that flushes its `BufWriter`
 //!   whenever its input is momentarily drained (the throughput floor);
 //! - `dinah_noop/1` and `dinah_noop/1024`: a no-op action's round trip
-//!   through two runtimes over the TCP transport, 1 and 1,024 in flight;
+//!   through two runtimes over the TCP transport, 1 and 1,024 in flight,
+//!   the handler on a worker domain; `dinah_noop_inline/*` the same with
+//!   the handler registered inline (run on the serving owner thread);
 //! - `payload/raw/N` and `payload/dinah/N`: an N-byte echo, 8 B to 1 MiB,
 //!   one in flight.
 //!
@@ -105,9 +107,17 @@ fn limits() -> RuntimeLimits {
     limits
 }
 
-fn builder() -> dinah_std::RuntimeBuilder {
+/// Both ranks' builder; with `inline`, the no-op runs on the serving
+/// owner thread (`register_inline`) instead of a worker.
+fn builder(inline: bool) -> dinah_std::RuntimeBuilder {
     let mut builder = Runtime::builder(7, ProtocolLimits::default(), limits()).unwrap();
-    builder.register::<Noop, _>(|Noop(n)| Ok(n)).unwrap();
+    if inline {
+        builder
+            .register_inline::<Noop, _>(dinah_std::DEFAULT_DOMAIN, |Noop(n)| Ok(n))
+            .unwrap();
+    } else {
+        builder.register::<Noop, _>(|Noop(n)| Ok(n)).unwrap();
+    }
     builder
         .register::<Echo, _>(|Echo(bytes)| Ok(Bytes(bytes)))
         .unwrap();
@@ -123,7 +133,7 @@ struct Pair {
 }
 
 impl Pair {
-    fn new() -> Self {
+    fn new(inline: bool) -> Self {
         let world = WorldSize::new(2).unwrap();
         let mut members = Membership::loopback(world).unwrap().into_iter();
         let (zero, one) = (members.next().unwrap(), members.next().unwrap());
@@ -131,7 +141,7 @@ impl Pair {
         let server = {
             let stop = Arc::clone(&stop);
             std::thread::spawn(move || {
-                let builder = builder();
+                let builder = builder(inline);
                 let (handle, driver) =
                     TcpTransport::connect(one, builder.hello().unwrap()).unwrap();
                 let mut runtime = builder.start(handle, driver).unwrap();
@@ -144,7 +154,7 @@ impl Pair {
                 }));
             })
         };
-        let builder = builder();
+        let builder = builder(inline);
         let (handle, driver) = TcpTransport::connect(zero, builder.hello().unwrap()).unwrap();
         let client_side = builder.start(handle, driver).unwrap();
         Self {
@@ -345,7 +355,7 @@ impl FramePair {
             trace: None,
         };
         let deadline = RelativeDeadline::from_duration(Duration::from_secs(1)).unwrap();
-        let hello = builder().hello().unwrap();
+        let hello = builder(false).hello().unwrap();
         let stop = Arc::new(AtomicBool::new(false));
         let server = {
             let stop = Arc::clone(&stop);
@@ -433,7 +443,11 @@ fn latency(c: &mut Criterion) {
         b.iter_custom(timed(|n| pair.run(n)));
     });
     group.bench_function(BenchmarkId::new("dinah_noop", 1), |b| {
-        let mut pair = Pair::new();
+        let mut pair = Pair::new(false);
+        b.iter_custom(timed(|n| pair.noop(n, 1)));
+    });
+    group.bench_function(BenchmarkId::new("dinah_noop_inline", 1), |b| {
+        let mut pair = Pair::new(true);
         b.iter_custom(timed(|n| pair.noop(n, 1)));
     });
     group.finish();
@@ -450,7 +464,11 @@ fn throughput(c: &mut Criterion) {
         b.iter_custom(timed(|n| raw.run(n, 1024)));
     });
     group.bench_function(BenchmarkId::new("dinah_noop", 1024), |b| {
-        let mut pair = Pair::new();
+        let mut pair = Pair::new(false);
+        b.iter_custom(timed(|n| pair.noop(n, 1024)));
+    });
+    group.bench_function(BenchmarkId::new("dinah_noop_inline", 1024), |b| {
+        let mut pair = Pair::new(true);
         b.iter_custom(timed(|n| pair.noop(n, 1024)));
     });
     group.finish();
@@ -472,7 +490,7 @@ fn payloads(c: &mut Criterion) {
             b.iter_custom(timed(|n| pair.run(n)));
         });
         group.bench_with_input(BenchmarkId::new("dinah", len), &len, |b, &len| {
-            let mut pair = Pair::new();
+            let mut pair = Pair::new(false);
             let payload = vec![5u8; len];
             b.iter_custom(timed(|n| pair.echo(n, &payload)));
         });

@@ -19,7 +19,7 @@ use std::num::NonZeroU64;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-use dinah_core::{CancelFlag, DomainId, MpmcQueue, MpmcSlot, TaskId};
+use dinah_core::{CancelFlag, DomainId, MpmcQueue, MpmcSlot, TaskId, TaskOutcome};
 
 use admission::{Admission, AdmissionGuard, Refusal};
 use handle::{JobCore, JobSlot};
@@ -327,6 +327,23 @@ impl Domain {
             self.shared.id,
             self.shared.instrumentation.clone(),
         ))
+    }
+
+    /// Runs `job` on the calling thread as a task of this domain (a fresh
+    /// task ID, the domain's instrumentation and shutdown cancellation),
+    /// without taking a queue slot or waking a worker. `None` if the
+    /// domain no longer accepts work. The runtime uses this for actions
+    /// registered inline, whose handlers are too short to be worth a
+    /// thread hand-off.
+    pub(crate) fn run_inline<F, T, E>(&self, job: F) -> Option<TaskOutcome<T, E>>
+    where
+        F: FnOnce(&JobContext<'_>) -> Result<T, E>,
+    {
+        if !self.shared.admission.is_open() {
+            return None;
+        }
+        let task = self.next_task();
+        Some(job::execute(&self.shared, task, &CancelFlag::new(), job))
     }
 
     /// A fresh task ID for an admitted job, recorded as submitted.

@@ -288,19 +288,6 @@ impl TransportDriver for TcpDriver {
         } else {
             timeout
         };
-        if std::env::var("YIELD_SPIN").is_ok() {
-            let wakeup = self.handle.wakeup();
-            let start = Instant::now();
-            let spin = spin.min(timeout);
-            while start.elapsed() < spin {
-                if wakeup.take() {
-                    return;
-                }
-                thread::yield_now();
-            }
-            wakeup.wait(Duration::ZERO, timeout.saturating_sub(start.elapsed()));
-            return;
-        }
         self.handle.wakeup().wait(spin.min(timeout), timeout);
     }
 

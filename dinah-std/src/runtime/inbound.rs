@@ -357,6 +357,38 @@ impl Receiver {
                 }),
             }
         };
+        if entry.inline {
+            match shared
+                .domains
+                .with(call.domain, |domain| domain.run_inline(job))
+            {
+                Some(Some(outcome)) => {
+                    self.served += 1;
+                    let finished = shared.clock.now();
+                    self.on_completion(shared, origin, call, slot, outcome, finished);
+                }
+                Some(None) => {
+                    let _ = self.dedup.rollback(key);
+                    self.reject(
+                        shared,
+                        origin,
+                        call,
+                        ErrorCode::ShuttingDown,
+                        "domain is shutting down",
+                    );
+                }
+                None => self.finish_now(
+                    shared,
+                    key,
+                    origin,
+                    call,
+                    ErrorCode::UnknownDomain,
+                    "no such domain",
+                    now,
+                ),
+            }
+            return;
+        }
         let submitted = shared.completions.of(call.domain).and_then(|completions| {
             shared.domains.with(call.domain, |domain| {
                 // The refused job is dropped here; only whether the domain

@@ -166,6 +166,9 @@ where
 pub(crate) struct Entry {
     pub(crate) registration: Registration,
     pub(crate) handler: Arc<dyn ErasedHandler>,
+    /// Requests from other ranks run on the owner thread inside
+    /// `progress` instead of on a worker of the domain.
+    pub(crate) inline: bool,
 }
 
 impl Entry {
@@ -182,6 +185,7 @@ impl Entry {
                 domain,
             },
             handler,
+            inline: false,
         })
     }
 }

@@ -71,7 +71,9 @@ impl Wakeup {
             if self.take() {
                 return true;
             }
-            std::hint::spin_loop();
+            // Yield rather than spin on the core: the thread that will wake
+            // us (a reader, a worker, the peer's owner) may need this core.
+            thread::yield_now();
         }
         let left = timeout.saturating_sub(start.elapsed());
         if !left.is_zero() {

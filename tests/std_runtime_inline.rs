@@ -1,0 +1,149 @@
+//! Inline registrations (`RuntimeBuilder::register_inline`): requests from
+//! other ranks run on the serving rank's owner thread, and everything else
+//! (results, typed errors, panics, dedup, shutdown) behaves as for a
+//! handler on a worker domain.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::Poll;
+use std::thread::ThreadId;
+use std::time::Duration;
+
+use dinah_core::{ProtocolLimits, Rank, RuntimeLimits, WorldSize};
+use dinah_std::transport::memory::{FaultPlan, SimMode, SimNetwork};
+use dinah_std::{
+    Action, ActionError, CodecError, DEFAULT_DOMAIN, FailureKind, Runtime, RuntimeError,
+    SegmentReader, SegmentWriter, WireValue, schema_id,
+};
+
+/// Returns its input plus one.
+struct Inc(u64);
+impl WireValue for Inc {
+    const SCHEMA_ID: u64 = schema_id("test.inline.Inc/1");
+    fn encode(&self, out: &mut SegmentWriter) -> Result<(), CodecError> {
+        self.0.encode(out)
+    }
+    fn decode(input: &mut SegmentReader<'_>) -> Result<Self, CodecError> {
+        u64::decode(input).map(Inc)
+    }
+}
+impl Action for Inc {
+    const ID: u128 = 0x1_0001;
+    type Output = u64;
+}
+
+/// Fails with its text, or panics with it when `panic` is set.
+struct Fail {
+    panic: bool,
+    text: String,
+}
+impl WireValue for Fail {
+    const SCHEMA_ID: u64 = schema_id("test.inline.Fail/1");
+    fn encode(&self, out: &mut SegmentWriter) -> Result<(), CodecError> {
+        (self.panic, self.text.clone()).encode(out)
+    }
+    fn decode(input: &mut SegmentReader<'_>) -> Result<Self, CodecError> {
+        let (panic, text) = <(bool, String)>::decode(input)?;
+        Ok(Fail { panic, text })
+    }
+}
+impl Action for Fail {
+    const ID: u128 = 0x1_0002;
+    type Output = ();
+}
+
+#[test]
+fn inline_handlers_run_on_the_owner_thread_and_fail_like_pooled_ones() {
+    let world = WorldSize::new(2).unwrap();
+    let network = SimNetwork::with_mode(world, 1, FaultPlan::new(), SimMode::Threaded).unwrap();
+    let arrived = Arc::new(AtomicU32::new(0));
+    let threads: Vec<_> = world
+        .ranks()
+        .map(|rank| {
+            let network = network.clone();
+            let arrived = Arc::clone(&arrived);
+            std::thread::spawn(move || {
+                let runs_on: Arc<Mutex<Vec<ThreadId>>> = Arc::default();
+                let seen = Arc::clone(&runs_on);
+                let mut builder =
+                    Runtime::builder(3, ProtocolLimits::default(), RuntimeLimits::default())
+                        .unwrap();
+                builder
+                    .register_inline::<Inc, _>(DEFAULT_DOMAIN, move |Inc(x)| {
+                        seen.lock().unwrap().push(std::thread::current().id());
+                        Ok(x + 1)
+                    })
+                    .unwrap();
+                builder
+                    .register_inline::<Fail, _>(DEFAULT_DOMAIN, |Fail { panic, text }| {
+                        if panic {
+                            panic!("{text}");
+                        }
+                        Err(ActionError::new(text))
+                    })
+                    .unwrap();
+                let hello = builder.hello().unwrap();
+                let (handle, driver) = network.endpoint(rank, hello.handle).unwrap();
+                let mut runtime = builder.start(handle, driver).unwrap();
+                let client = runtime.client();
+                let peer = Rank::new(1 - rank.get(), world).unwrap();
+                for i in 0..50 {
+                    assert_eq!(
+                        runtime.block_on(client.spawn_on(peer, Inc(i))).unwrap(),
+                        i + 1
+                    );
+                }
+                let error = runtime
+                    .block_on(client.spawn_on(
+                        peer,
+                        Fail {
+                            panic: false,
+                            text: "refused".into(),
+                        },
+                    ))
+                    .unwrap_err();
+                assert!(
+                    matches!(&error, RuntimeError::Remote { kind: FailureKind::Returned, text } if text == "refused"),
+                    "{error:?}"
+                );
+                let error = runtime
+                    .block_on(client.spawn_on(
+                        peer,
+                        Fail {
+                            panic: true,
+                            text: "inline kaboom".into(),
+                        },
+                    ))
+                    .unwrap_err();
+                assert!(
+                    matches!(&error, RuntimeError::Remote { kind: FailureKind::Panicked, text } if text.contains("inline kaboom")),
+                    "{error:?}"
+                );
+                // The panic left the serving owner thread working.
+                assert_eq!(runtime.block_on(client.spawn_on(peer, Inc(7))).unwrap(), 8);
+                // A call to this rank itself runs on a worker, not here.
+                assert_eq!(runtime.block_on(client.spawn_on(rank, Inc(1))).unwrap(), 2);
+
+                arrived.fetch_add(1, Ordering::SeqCst);
+                runtime.block_on(std::future::poll_fn(|_| {
+                    if arrived.load(Ordering::SeqCst) == world.get() {
+                        Poll::Ready(())
+                    } else {
+                        Poll::Pending
+                    }
+                }));
+                let report = runtime.shutdown(Duration::from_secs(10)).unwrap();
+                assert!(report.is_clean(), "{report}");
+                let owner = std::thread::current().id();
+                let threads = runs_on.lock().unwrap().clone();
+                // 51 remote calls from the peer, all on this owner thread;
+                // the one local call on a worker.
+                assert_eq!(threads.len(), 52, "{threads:?}");
+                assert_eq!(threads.iter().filter(|t| **t == owner).count(), 51);
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().unwrap();
+    }
+}
