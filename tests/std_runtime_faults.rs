@@ -7,8 +7,9 @@
 //! network moves only when stepped, each rank's handlers run on a
 //! one-worker domain (FIFO), and the driver waits for the workers to go
 //! idle before each progress call. A failure prints its seed; set
-//! `DINAH_FAULT_SEED=<seed>` to run just that one, and `DINAH_FAULT_SEEDS`
-//! to change how many seeds run (the xtask `sim-long` lane runs many more).
+//! `DINAH_FAULT_SEED=<seed>` to run just that one, `DINAH_FAULT_SEEDS` to
+//! change how many seeds run and `DINAH_FAULT_SEED_BASE` where they start
+//! (the xtask `sim-long` lane runs 20,000 more, after the default ones).
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -326,7 +327,11 @@ fn seeds() -> Vec<u64> {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(DEFAULT_SEEDS);
-    (0..count).collect()
+    let first: u64 = std::env::var("DINAH_FAULT_SEED_BASE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    (first..first.saturating_add(count)).collect()
 }
 
 #[test]

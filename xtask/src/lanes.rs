@@ -94,6 +94,12 @@ pub(crate) const ALL: &[Lane] = &[
         run: test,
     },
     Lane {
+        name: "sim-long",
+        what: "fault-injection property test over 20,000 more seeds (release)",
+        limit: minutes(15),
+        run: sim_long,
+    },
+    Lane {
         name: "examples",
         what: "run every non-MPI example",
         limit: minutes(10),
@@ -205,6 +211,24 @@ fn doc(lane: &LaneRun) -> Result<()> {
 
 fn test(lane: &LaneRun) -> Result<()> {
     lane.cargo(["test"]).args(exclude_mpi()).run()
+}
+
+/// Seeds the `sim-long` lane runs, after the ones the `test` lane runs.
+const SIM_LONG_SEEDS: &str = "20000";
+
+fn sim_long(lane: &LaneRun) -> Result<()> {
+    // The `test` lane runs seeds 0..1000 of the same property; this one
+    // continues from there, in release so 20,000 runs take minutes.
+    lane.cargo([
+        "test",
+        "--release",
+        "--test",
+        "std_runtime_faults",
+        "random_faults",
+    ])
+    .env("DINAH_FAULT_SEEDS", SIM_LONG_SEEDS)
+    .env("DINAH_FAULT_SEED_BASE", "1000")
+    .run()
 }
 
 fn examples(lane: &LaneRun) -> Result<()> {
