@@ -84,19 +84,13 @@ impl WireValue for Bytes {
 }
 
 fn cfg() -> dinah_tcp::TcpConfig {
-    let mut c = dinah_tcp::TcpConfig::default();
-    if let Ok(us) = std::env::var("RETRY_US") {
-        c.blocked_write_retry = Duration::from_micros(us.parse().unwrap());
-    }
-    c
+    dinah_tcp::TcpConfig::default()
 }
 
+/// How long the raw-frame pair's owner spins before parking, as the
+/// runtime's `block_on` does.
 fn spin() -> Duration {
-    Duration::from_micros(
-        std::env::var("SPIN_US")
-            .map(|v| v.parse().unwrap())
-            .unwrap_or(50),
-    )
+    Duration::from_micros(50)
 }
 
 fn limits() -> RuntimeLimits {

@@ -52,6 +52,7 @@ mod primitives;
 mod segments;
 
 pub use error::{ACTION_ERROR_TEXT_CAP, ActionError, CodecError};
+pub(crate) use segments::with_scratch_writer;
 pub use segments::{SegmentReader, SegmentWriter};
 
 /// A value that travels between ranks as payload segments.

@@ -67,9 +67,11 @@ pub struct TcpConfig {
     /// `None` leaves keep-alive off). A peer that vanished without a reset
     /// is then reported down after a few unanswered probes.
     pub keepalive: Option<Duration>,
-    /// How often the owner retries a write that found the socket full
-    /// (default 200 µs). Only used while some connection's socket buffer is
-    /// full; otherwise the owner sleeps until woken.
+    /// The longest the owner waits before retrying a write that found the
+    /// socket full (default 200 µs). The first retry comes after 5 µs and
+    /// the wait doubles up to this while the socket stays full. Only used
+    /// while some connection's socket buffer is full; otherwise the owner
+    /// sleeps until woken.
     pub blocked_write_retry: Duration,
 }
 

@@ -90,7 +90,15 @@ pub struct TcpDriver {
     rejected_total: u64,
     /// What was left when the driver was closed.
     closed: Option<DriverCounts>,
+    /// The next wait while a socket's buffer is full: starts short (the
+    /// peer's reader usually drains it within microseconds), doubles up to
+    /// `blocked_write_retry` while no write goes through, and starts over
+    /// when one does.
+    blocked_pause: Duration,
 }
+
+/// The first wait for a full socket buffer to drain.
+const FIRST_BLOCKED_PAUSE: Duration = Duration::from_micros(5);
 
 impl TcpDriver {
     /// Starts the reader threads of `established`'s connections.
@@ -149,6 +157,7 @@ impl TcpDriver {
             rejected: established.rejected,
             rejected_total: established.rejected_total,
             closed: None,
+            blocked_pause: FIRST_BLOCKED_PAUSE,
         })
     }
 
@@ -273,9 +282,10 @@ impl TransportDriver for TcpDriver {
 
     /// Waits on the handle's wakeup, which every reader triggers when it
     /// delivers something and every `try_send` triggers. While a socket's
-    /// buffer is full, waits at most
-    /// [`blocked_write_retry`](TcpConfig::blocked_write_retry), since
-    /// nothing wakes the owner when the socket drains.
+    /// buffer is full, nothing wakes the owner when it drains, so it waits
+    /// briefly (yielding its core) and retries: 5 µs first, doubling while
+    /// no write goes through, at most
+    /// [`blocked_write_retry`](TcpConfig::blocked_write_retry).
     fn idle_wait(&mut self, spin: Duration, timeout: Duration) {
         let blocked = self
             .peers
@@ -283,11 +293,17 @@ impl TransportDriver for TcpDriver {
             .filter(|peer| peer.state != PeerState::Down)
             .flat_map(|peer| &peer.lanes)
             .any(|conn| conn.blocked && !conn.outbox.is_empty());
-        let timeout = if blocked {
-            timeout.min(self.config.blocked_write_retry)
-        } else {
-            timeout
-        };
+        if blocked {
+            // Nothing wakes the owner when a socket drains: wait briefly,
+            // yielding the core to the threads that drain it, then retry;
+            // the pause grows while the socket stays full.
+            let pause = timeout
+                .min(self.blocked_pause)
+                .min(self.config.blocked_write_retry);
+            self.blocked_pause = (self.blocked_pause * 2).min(self.config.blocked_write_retry);
+            self.handle.wakeup().wait(pause, pause);
+            return;
+        }
         self.handle.wakeup().wait(spin.min(timeout), timeout);
     }
 

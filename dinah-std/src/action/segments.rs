@@ -64,6 +64,27 @@ impl SegmentWriter {
     }
 }
 
+/// The most buffer capacity a thread keeps in its scratch writer between
+/// uses; a larger payload's buffer is released after it is encoded.
+const SCRATCH_KEEP_BYTES: usize = 64 * 1024;
+
+thread_local! {
+    static SCRATCH: std::cell::Cell<Option<SegmentWriter>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f` with this thread's empty scratch writer, so encoding a value
+/// on a hot path reuses one buffer instead of allocating two per value.
+/// Nested use (an encoder calling this again) gets a fresh writer.
+pub(crate) fn with_scratch_writer<R>(f: impl FnOnce(&mut SegmentWriter) -> R) -> R {
+    let mut writer = SCRATCH.with(std::cell::Cell::take).unwrap_or_default();
+    let result = f(&mut writer);
+    if writer.data.capacity() <= SCRATCH_KEEP_BYTES {
+        writer.clear();
+        SCRATCH.with(|cell| cell.set(Some(writer)));
+    }
+    result
+}
+
 impl fmt::Debug for SegmentWriter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SegmentWriter")
@@ -180,5 +201,45 @@ impl fmt::Debug for SegmentReader<'_> {
         f.debug_struct("SegmentReader")
             .field("position", &self.taken)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_scratch_writer_starts_empty_and_keeps_small_buffers() {
+        let first = with_scratch_writer(|writer| {
+            assert!(writer.is_empty());
+            writer.push(b"abc");
+            writer.data.as_ptr()
+        });
+        let second = with_scratch_writer(|writer| {
+            assert!(writer.is_empty(), "cleared between uses");
+            writer.push(b"de");
+            writer.data.as_ptr()
+        });
+        assert_eq!(first, second, "the buffer is reused");
+    }
+
+    #[test]
+    fn nested_use_gets_its_own_writer() {
+        with_scratch_writer(|outer| {
+            outer.push(b"outer");
+            with_scratch_writer(|inner| {
+                assert!(inner.is_empty());
+                inner.push(b"inner");
+            });
+            assert_eq!(outer.segments().collect::<Vec<_>>(), [b"outer".as_slice()]);
+        });
+    }
+
+    #[test]
+    fn a_large_buffer_is_released_after_use() {
+        with_scratch_writer(|writer| writer.push(&vec![0; SCRATCH_KEEP_BYTES + 1]));
+        with_scratch_writer(|writer| {
+            assert!(writer.data.capacity() <= SCRATCH_KEEP_BYTES);
+        });
     }
 }

@@ -13,7 +13,7 @@ use super::error::{RuntimeError, Side};
 use super::frames;
 use super::registry::{ActionContext, HandlerError};
 use super::shared::{JobFailure, JobKey, JobOutput, Shared};
-use crate::action::{Action, SegmentWriter};
+use crate::action::Action;
 use crate::domain::TrySubmitError;
 use crate::transport::{DownReason, PeerStatus, SendErrorKind, TransportError};
 
@@ -156,10 +156,11 @@ impl RuntimeClient {
         if shared.handle.peer_status(rank) == PeerStatus::Down {
             return Err(transport_down(shared, rank));
         }
-        let mut input = SegmentWriter::new();
-        action.encode(&mut input).map_err(RuntimeError::Codec)?;
-        let frame = frames::request(shared.rank, call, relative, &input, &shared.protocol)
-            .map_err(frames::encode_error)?;
+        let frame = crate::action::with_scratch_writer(|input| {
+            action.encode(input).map_err(RuntimeError::Codec)?;
+            frames::request(shared.rank, call, relative, input, &shared.protocol)
+                .map_err(frames::encode_error)
+        })?;
         let ticket = shared.calls.begin(info, deadline)?;
         match shared.send(rank, Channel::Action, frame) {
             Ok(()) => {

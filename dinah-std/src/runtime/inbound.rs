@@ -14,7 +14,7 @@ use super::RuntimeClient;
 use super::frames;
 use super::registry::{ActionContext, HandlerError};
 use super::shared::{JobFailure, JobKey, JobOutput, Shared};
-use crate::action::{SegmentReader, SegmentWriter};
+use crate::action::SegmentReader;
 use crate::domain::{Completion, JobCanceller, JobContext, TrySubmitError};
 
 /// Why a request was not admitted.
@@ -328,34 +328,35 @@ impl Receiver {
                     text: error.to_string(),
                 }
             })?;
-            let mut output = SegmentWriter::new();
-            match entry.handler.run_wire(
-                SegmentReader::from_frame(frame.segments()),
-                &ctx,
-                &mut output,
-            ) {
-                Ok(()) => frames::with_payload(
-                    rank,
-                    dinah_core::wire::Message::Result { call },
-                    &output,
-                    &protocol,
-                )
-                .map(JobOutput::Frame)
-                .map_err(|error| JobFailure {
-                    code: ErrorCode::ResourceExhausted {
-                        limit: limit_of(&frames::encode_error(error)),
-                    },
-                    text: "result does not fit the protocol limits".into(),
-                }),
-                Err(HandlerError::User(error)) => Err(JobFailure {
-                    code: ErrorCode::UserFailure,
-                    text: error.into_text(),
-                }),
-                Err(HandlerError::Codec(error)) => Err(JobFailure {
-                    code: ErrorCode::ProtocolViolation,
-                    text: error.to_string(),
-                }),
-            }
+            crate::action::with_scratch_writer(|output| {
+                match entry.handler.run_wire(
+                    SegmentReader::from_frame(frame.segments()),
+                    &ctx,
+                    output,
+                ) {
+                    Ok(()) => frames::with_payload(
+                        rank,
+                        dinah_core::wire::Message::Result { call },
+                        output,
+                        &protocol,
+                    )
+                    .map(JobOutput::Frame)
+                    .map_err(|error| JobFailure {
+                        code: ErrorCode::ResourceExhausted {
+                            limit: limit_of(&frames::encode_error(error)),
+                        },
+                        text: "result does not fit the protocol limits".into(),
+                    }),
+                    Err(HandlerError::User(error)) => Err(JobFailure {
+                        code: ErrorCode::UserFailure,
+                        text: error.into_text(),
+                    }),
+                    Err(HandlerError::Codec(error)) => Err(JobFailure {
+                        code: ErrorCode::ProtocolViolation,
+                        text: error.to_string(),
+                    }),
+                }
+            })
         };
         if entry.inline {
             match shared

@@ -157,7 +157,10 @@ impl TcpDriver {
                 if !conn.outbox.is_empty() {
                     match conn.outbox.flush(&conn.stream, &self.handle, max) {
                         Ok(flushed) => {
-                            progress |= flushed.bytes > 0;
+                            if flushed.bytes > 0 {
+                                progress = true;
+                                self.blocked_pause = super::FIRST_BLOCKED_PAUSE;
+                            }
                             conn.blocked = flushed.blocked;
                         }
                         Err(error) => {
