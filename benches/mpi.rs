@@ -1,8 +1,9 @@
 //! The MPI transport against raw MPI, in one run: an 8-byte ping-pong with
 //! the `mpi` crate (immediate send and receive, `test()` polling), a dinah
 //! no-op action round trip with one call in flight, the same with 1,024 in
-//! flight (actions per second), and a payload sweep up to 1 MiB (raw
-//! ping-pong and a dinah echo of the same size).
+//! flight (actions per second), each with the handler on a worker (pooled)
+//! and registered inline (run on the serving owner thread), and a payload
+//! sweep up to 1 MiB (raw ping-pong and a dinah echo of the same size).
 //!
 //! Criterion and MPI ranks do not mix (criterion would time each rank on
 //! its own), so this is a small harness: rank 0 measures and prints a
@@ -48,6 +49,25 @@ impl WireValue for Noop {
 
 impl Action for Noop {
     const ID: u128 = 0xbe4c_0001;
+    type Output = ();
+}
+
+/// The same no-op, registered inline: it runs on the serving rank's owner
+/// thread instead of a worker (`RuntimeBuilder::register_inline`).
+struct NoopInline;
+
+impl WireValue for NoopInline {
+    const SCHEMA_ID: u64 = schema_id("bench.NoopInline/1");
+    fn encode(&self, _out: &mut SegmentWriter) -> Result<(), CodecError> {
+        Ok(())
+    }
+    fn decode(_input: &mut SegmentReader<'_>) -> Result<Self, CodecError> {
+        Ok(NoopInline)
+    }
+}
+
+impl Action for NoopInline {
+    const ID: u128 = 0xbe4c_0004;
     type Output = ();
 }
 
@@ -173,49 +193,58 @@ fn main() -> Result<(), BoxError> {
             fmt_us(raw_8),
             "floor".into(),
         );
-        if wanted("round-trip") {
-            let one = median(plan.batches, || {
-                let start = Instant::now();
-                for _ in 0..plan.round_trips {
-                    runtime
-                        .block_on(client.spawn_on(peer, Noop))
-                        .expect("no-op");
+        // Both no-ops: the handler on a worker (pooled), then inline.
+        for inline in [false, true] {
+            let kind = if inline { "inline" } else { "pooled" };
+            let call = |client: &dinah::std::RuntimeClient| {
+                if inline {
+                    client.spawn_on(peer, NoopInline)
+                } else {
+                    client.spawn_on(peer, Noop)
                 }
-                start.elapsed() / plan.round_trips as u32
-            });
-            let ratio = one.as_secs_f64() / raw_8.as_secs_f64();
-            let met = if ratio <= 2.0 { "met" } else { "not met" };
-            table.row(
-                "dinah no-op round trip, 1 in flight",
-                fmt_us(one),
-                format!("<= 2x raw: {ratio:.1}x, {met}"),
-            );
-        }
-        if wanted("pipelined") {
-            let pipelined = median(plan.batches, || {
-                let start = Instant::now();
-                let mut in_flight = VecDeque::with_capacity(plan.window);
-                let mut issued = 0;
-                while issued < plan.pipelined.min(plan.window) {
-                    in_flight.push_back(client.spawn_on(peer, Noop));
-                    issued += 1;
-                }
-                while let Some(call) = in_flight.pop_front() {
-                    runtime.block_on(call).expect("no-op");
-                    if issued < plan.pipelined {
-                        in_flight.push_back(client.spawn_on(peer, Noop));
+            };
+            if wanted("round-trip") {
+                let one = median(plan.batches, || {
+                    let start = Instant::now();
+                    for _ in 0..plan.round_trips {
+                        runtime.block_on(call(&client)).expect("no-op");
+                    }
+                    start.elapsed() / plan.round_trips as u32
+                });
+                let ratio = one.as_secs_f64() / raw_8.as_secs_f64();
+                let met = if ratio <= 2.0 { "met" } else { "not met" };
+                table.row(
+                    &format!("dinah no-op round trip, 1 in flight, {kind}"),
+                    fmt_us(one),
+                    format!("<= 2x raw: {ratio:.1}x, {met}"),
+                );
+            }
+            if wanted("pipelined") {
+                let pipelined = median(plan.batches, || {
+                    let start = Instant::now();
+                    let mut in_flight = VecDeque::with_capacity(plan.window);
+                    let mut issued = 0;
+                    while issued < plan.pipelined.min(plan.window) {
+                        in_flight.push_back(call(&client));
                         issued += 1;
                     }
-                }
-                start.elapsed() / plan.pipelined as u32
-            });
-            let rate = 1.0 / pipelined.as_secs_f64();
-            let met = if rate >= 1e6 { "met" } else { "not met" };
-            table.row(
-                &format!("dinah no-op, {} in flight", plan.window),
-                format!("{rate:.0} actions/s"),
-                format!(">= 1,000,000/s: {met}"),
-            );
+                    while let Some(pending) = in_flight.pop_front() {
+                        runtime.block_on(pending).expect("no-op");
+                        if issued < plan.pipelined {
+                            in_flight.push_back(call(&client));
+                            issued += 1;
+                        }
+                    }
+                    start.elapsed() / plan.pipelined as u32
+                });
+                let rate = 1.0 / pipelined.as_secs_f64();
+                let met = if rate >= 1e6 { "met" } else { "not met" };
+                table.row(
+                    &format!("dinah no-op, {} in flight, {kind}", plan.window),
+                    format!("{rate:.0} actions/s"),
+                    format!(">= 1,000,000/s: {met}"),
+                );
+            }
         }
         for (&size, raw) in SIZES.iter().zip(&raw_sweep).filter(|_| wanted("sweep")) {
             let payload = vec![0x5a; size];
@@ -285,6 +314,7 @@ fn start_runtime(world: &SimpleCommunicator, stop: &Arc<AtomicBool>) -> Result<R
     limits.max_retained_bytes = 256 << 20;
     let mut builder = Runtime::builder(0xbe4c, ProtocolLimits::default(), limits)?;
     builder.register::<Noop, _>(|Noop| Ok(()))?;
+    builder.register_inline::<NoopInline, _>(dinah::std::DEFAULT_DOMAIN, |NoopInline| Ok(()))?;
     builder.register::<Echo, _>(|Echo(bytes)| Ok(bytes))?;
     let stop = Arc::clone(stop);
     builder.register::<Stop, _>(move |Stop| {
