@@ -2,6 +2,7 @@
 //! threaded mode: one owner thread per rank, at world sizes 1, 2 and 4.
 
 #[path = "support/conformance.rs"]
+#[macro_use]
 mod conformance;
 
 use std::sync::Arc;
@@ -10,7 +11,7 @@ use conformance::{Case, RankCtx, RankState};
 use dinah_core::WorldSize;
 use dinah_std::transport::memory::{FaultPlan, SimMode, SimNetwork};
 
-fn run_threaded(world_size: u32, name: &'static str, case: Case) {
+fn run_threaded(_test: &str, world_size: u32, name: &'static str, case: Case) {
     let world = WorldSize::new(world_size).unwrap();
     let network = SimNetwork::with_mode(
         world,
@@ -47,46 +48,4 @@ fn run_threaded(world_size: u32, name: &'static str, case: Case) {
     );
 }
 
-macro_rules! conformance_cases {
-    ($($case:ident),* $(,)?) => {$(
-        mod $case {
-            #[test]
-            fn world_1() {
-                super::run_threaded(1, stringify!($case), super::conformance::$case);
-            }
-            #[test]
-            fn world_2() {
-                super::run_threaded(2, stringify!($case), super::conformance::$case);
-            }
-            #[test]
-            fn world_4() {
-                super::run_threaded(4, stringify!($case), super::conformance::$case);
-            }
-        }
-    )*};
-}
-
-conformance_cases!(
-    pass,
-    reuse,
-    handler_error,
-    handler_panic,
-    deadline_and_late_result,
-    cancel_before_start,
-    cancel_while_running,
-    future_drop_sends_cancel,
-    scope_exit_cancels,
-    saturation,
-    control_under_saturation,
-    clean_shutdown,
-    shutdown_timeout,
-);
-
-#[test]
-fn every_case_is_run_here() {
-    assert_eq!(
-        conformance::CASES.len(),
-        13,
-        "add the new case to conformance_cases!"
-    );
-}
+conformance_tests!(run_threaded);

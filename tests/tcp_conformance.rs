@@ -3,6 +3,7 @@
 //! `127.0.0.1:0`, at world sizes 1, 2 and 4.
 
 #[path = "support/conformance.rs"]
+#[macro_use]
 mod conformance;
 
 use std::sync::Arc;
@@ -11,7 +12,7 @@ use conformance::{Case, RankCtx, RankState};
 use dinah_core::WorldSize;
 use dinah_tcp::{Membership, TcpTransport};
 
-fn run_tcp(world_size: u32, name: &'static str, case: Case) {
+fn run_tcp(_test: &str, world_size: u32, name: &'static str, case: Case) {
     let world = WorldSize::new(world_size).unwrap();
     let ranks: Vec<_> = Membership::loopback(world)
         .unwrap()
@@ -41,46 +42,4 @@ fn run_tcp(world_size: u32, name: &'static str, case: Case) {
     );
 }
 
-macro_rules! conformance_cases {
-    ($($case:ident),* $(,)?) => {$(
-        mod $case {
-            #[test]
-            fn world_1() {
-                super::run_tcp(1, stringify!($case), super::conformance::$case);
-            }
-            #[test]
-            fn world_2() {
-                super::run_tcp(2, stringify!($case), super::conformance::$case);
-            }
-            #[test]
-            fn world_4() {
-                super::run_tcp(4, stringify!($case), super::conformance::$case);
-            }
-        }
-    )*};
-}
-
-conformance_cases!(
-    pass,
-    reuse,
-    handler_error,
-    handler_panic,
-    deadline_and_late_result,
-    cancel_before_start,
-    cancel_while_running,
-    future_drop_sends_cancel,
-    scope_exit_cancels,
-    saturation,
-    control_under_saturation,
-    clean_shutdown,
-    shutdown_timeout,
-);
-
-#[test]
-fn every_case_is_run_here() {
-    assert_eq!(
-        conformance::CASES.len(),
-        13,
-        "add the new case to conformance_cases!"
-    );
-}
+conformance_tests!(run_tcp);

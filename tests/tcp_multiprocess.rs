@@ -23,6 +23,7 @@
 )]
 
 #[path = "support/conformance.rs"]
+#[macro_use]
 mod conformance;
 
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -139,49 +140,7 @@ fn run_case(test: &str, world: u32, name: &'static str, case: Case) {
     }
 }
 
-macro_rules! conformance_cases {
-    ($($case:ident),* $(,)?) => {$(
-        mod $case {
-            #[test]
-            fn world_1() {
-                super::run_case(concat!(stringify!($case), "::world_1"), 1, stringify!($case), super::conformance::$case);
-            }
-            #[test]
-            fn world_2() {
-                super::run_case(concat!(stringify!($case), "::world_2"), 2, stringify!($case), super::conformance::$case);
-            }
-            #[test]
-            fn world_4() {
-                super::run_case(concat!(stringify!($case), "::world_4"), 4, stringify!($case), super::conformance::$case);
-            }
-        }
-    )*};
-}
-
-conformance_cases!(
-    pass,
-    reuse,
-    handler_error,
-    handler_panic,
-    deadline_and_late_result,
-    cancel_before_start,
-    cancel_while_running,
-    future_drop_sends_cancel,
-    scope_exit_cancels,
-    saturation,
-    control_under_saturation,
-    clean_shutdown,
-    shutdown_timeout,
-);
-
-#[test]
-fn every_case_is_run_here() {
-    assert_eq!(
-        conformance::CASES.len(),
-        13,
-        "add the new case to conformance_cases!"
-    );
-}
+conformance_tests!(run_case);
 
 // ---------------------------------------------------------------------------
 // One rank dies.

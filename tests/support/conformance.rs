@@ -12,6 +12,7 @@
 //! broken transport fails instead of hanging, and the bound is generous.
 #![allow(
     dead_code,
+    unused_macros,
     reason = "each test file uses the part of the suite its transport supports"
 )]
 
@@ -439,6 +440,59 @@ pub(crate) const CASES: &[(&str, Case)] = &[
     ("clean_shutdown", clean_shutdown),
     ("shutdown_timeout", shutdown_timeout),
 ];
+
+/// Declares the suite as libtest tests: for every case a module `case`
+/// with tests `world_1`, `world_2` and `world_4`, each calling
+/// `run(test_path, world_size, case_name, case)` where `run` is a function
+/// of the calling file (`test_path` is the test's own name, e.g.
+/// `"pass::world_2"`, for runners that re-launch the test binary). Also
+/// declares `every_case_is_run_here`, which fails if [`CASES`] gained a
+/// case this list lacks. The file includes this module with
+/// `#[macro_use]`.
+macro_rules! conformance_tests {
+    ($run:ident) => {
+        conformance_tests!(@cases $run;
+            pass,
+            reuse,
+            handler_error,
+            handler_panic,
+            deadline_and_late_result,
+            cancel_before_start,
+            cancel_while_running,
+            future_drop_sends_cancel,
+            scope_exit_cancels,
+            saturation,
+            control_under_saturation,
+            clean_shutdown,
+            shutdown_timeout,
+        );
+    };
+    (@cases $run:ident; $($case:ident),* $(,)?) => {
+        $(
+            mod $case {
+                #[test]
+                fn world_1() {
+                    super::$run(concat!(stringify!($case), "::world_1"), 1, stringify!($case), super::conformance::$case);
+                }
+                #[test]
+                fn world_2() {
+                    super::$run(concat!(stringify!($case), "::world_2"), 2, stringify!($case), super::conformance::$case);
+                }
+                #[test]
+                fn world_4() {
+                    super::$run(concat!(stringify!($case), "::world_4"), 4, stringify!($case), super::conformance::$case);
+                }
+            }
+        )*
+
+        #[test]
+        fn every_case_is_run_here() {
+            let here = [$(stringify!($case)),*];
+            let suite: Vec<&str> = conformance::CASES.iter().map(|(name, _)| *name).collect();
+            assert_eq!(here.as_slice(), suite.as_slice(), "conformance_tests! must list every case of CASES");
+        }
+    };
+}
 
 /// Every rank calls every rank (itself included) concurrently.
 pub(crate) fn pass(ctx: &mut RankCtx) -> Ending {

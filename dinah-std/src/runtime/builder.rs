@@ -123,9 +123,7 @@ impl RuntimeBuilder {
         A: Action,
         F: Fn(A, &ActionContext<'_>) -> Result<A::Output, ActionError> + Send + Sync + 'static,
     {
-        let entry = Entry::new::<A>(domain, Arc::new(Typed::<A, F>::new(handler)))?;
-        self.registry.insert(entry)?;
-        Ok(self)
+        self.insert::<A>(domain, Arc::new(Typed::<A, F>::new(handler)), false)
     }
 
     /// Registers `handler` for action `A` in `domain` to run **inline**:
@@ -186,8 +184,18 @@ impl RuntimeBuilder {
         F: Fn(A) -> Result<A::Output, ActionError> + Send + Sync + 'static,
     {
         let typed = Typed::<A, _>::new(move |action, _: &ActionContext<'_>| handler(action));
-        let mut entry = Entry::new::<A>(domain, Arc::new(typed))?;
-        entry.inline = true;
+        self.insert::<A>(domain, Arc::new(typed), true)
+    }
+
+    /// Registers `handler` for `A`: the one place entries are made.
+    fn insert<A: Action>(
+        &mut self,
+        domain: DomainId,
+        handler: Arc<dyn super::registry::ErasedHandler>,
+        inline: bool,
+    ) -> Result<&mut Self, BuildError> {
+        let mut entry = Entry::new::<A>(domain, handler)?;
+        entry.inline = inline;
         self.registry.insert(entry)?;
         Ok(self)
     }
