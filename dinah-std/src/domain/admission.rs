@@ -128,6 +128,7 @@ impl Admission {
     }
 
     /// Should work that has not started yet be cancelled instead of run?
+    #[inline]
     pub(crate) fn cancels_queued(&self) -> bool {
         self.state.load(Ordering::Relaxed) == CANCELLING
     }

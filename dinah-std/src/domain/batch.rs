@@ -6,7 +6,9 @@
 //! is not a worker, spins briefly while it waits (up to the domain's
 //! `spin_before_park`, adapting as described in `wait.rs`) and then
 //! blocks; for short batches this saves the wake-up that dominates Rayon's
-//! `install` from outside the pool.
+//! `install` from outside the pool. A batch predicted to run long (see
+//! `batch_estimate.rs`) is waited for parked at once, so the caller does
+//! not take a core from the workers.
 //!
 //! A batch holds one admission for the whole call (see the
 //! domain documentation). Tasks that have not started when a
@@ -22,7 +24,7 @@
 
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
@@ -148,8 +150,11 @@ impl Domain {
         E: Send,
     {
         let shared = &*self.shared;
-        let mut results = Vec::with_capacity(tasks.len());
-        if tasks.is_empty() {
+        // Left empty here: `collect_into_vec` allocates it on the worker,
+        // in that worker's allocator arena, as Rayon's own `collect` does.
+        let mut results = Vec::new();
+        let count = tasks.len();
+        if count == 0 {
             return results;
         }
         let work = |results: &mut Vec<BatchResult<T, E>>| match &shared.instrumentation {
@@ -178,14 +183,24 @@ impl Domain {
         } else {
             let done = AtomicBool::new(false);
             let out = &mut results;
+            let spin = shared
+                .batch_estimate
+                .should_spin(count, shared.spin_batches.max());
             pool.in_place_scope(|scope| {
                 scope.spawn(|_| {
+                    // Timed on the worker: the estimate is of the work
+                    // alone, without the wake-ups around it (which would
+                    // make a parked batch look long and keep it parked).
+                    let started = Instant::now();
                     work(out);
+                    shared.batch_estimate.record(count, started.elapsed());
                     done.store(true, Ordering::Release);
                 });
-                shared
-                    .spin_batches
-                    .spin(Duration::MAX, || done.load(Ordering::Acquire));
+                if spin {
+                    shared
+                        .spin_batches
+                        .spin(Duration::MAX, || done.load(Ordering::Acquire));
+                }
             });
         }
         results

@@ -27,6 +27,8 @@ use std::time::{Duration, Instant};
 use dinah_core::{CancelFlag, DomainId, TaskFailure, TaskId, TaskOutcome};
 
 use super::instrument::Instrumentation;
+#[cfg(test)]
+use super::wait::Pace;
 use super::wait::{AdaptiveSpin, deadline_after, remaining};
 
 /// The outcome is stored.
@@ -337,7 +339,12 @@ mod tests {
 
     fn handle(spin: Duration) -> JobHandle<u32, ()> {
         let slot = Arc::new(JobSlot::new(TaskId::MIN));
-        JobHandle::new(slot, DomainId::MIN, Arc::new(AdaptiveSpin::new(spin)), None)
+        JobHandle::new(
+            slot,
+            DomainId::MIN,
+            Arc::new(AdaptiveSpin::new(spin, Pace::Yielding)),
+            None,
+        )
     }
 
     #[test]
