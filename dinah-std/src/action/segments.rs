@@ -66,7 +66,12 @@ impl SegmentWriter {
 
 /// The most buffer capacity a thread keeps in its scratch writer between
 /// uses; a larger payload's buffer is released after it is encoded.
-const SCRATCH_KEEP_BYTES: usize = 64 * 1024;
+///
+/// Payloads up to about a megabyte reuse the buffer: allocating a fresh
+/// megabyte per call costs page faults that, on small VMs, took longer
+/// than the copy into it. Each thread that encodes (owner threads and
+/// domain workers) keeps at most this much.
+const SCRATCH_KEEP_BYTES: usize = (1 << 20) + (64 << 10);
 
 thread_local! {
     static SCRATCH: std::cell::Cell<Option<SegmentWriter>> = const { std::cell::Cell::new(None) };
