@@ -30,9 +30,15 @@ use std::time::Duration;
 /// is waited for parked (when the caller would take a worker's core).
 const SPIN_SHARE: u32 = 4;
 
-/// Weight of the newest batch in the estimate, as a shift: the new value
-/// is `old + (sample - old) / 2^WEIGHT_SHIFT`.
-const WEIGHT_SHIFT: u32 = 2;
+/// How far one batch moves the estimate up: by a quarter of the
+/// difference, and at most by a quarter of the estimate itself. A batch
+/// that was slow because a worker lost its core for a time slice (common
+/// when workers outnumber cores) would otherwise make many batches after it
+/// park needlessly.
+const RISE_SHIFT: u32 = 2;
+/// How far one batch moves the estimate down: half the difference, so a
+/// batch that ran at its usual speed soon undoes an outlier.
+const FALL_SHIFT: u32 = 1;
 
 /// The learned cost of one task of a batch, in picoseconds per task times
 /// workers, so no-op tasks of a few nanoseconds keep their precision.
@@ -84,9 +90,9 @@ impl BatchEstimate {
         let new = if old == 0 {
             sample
         } else if sample >= old {
-            old + ((sample - old) >> WEIGHT_SHIFT)
+            old + ((sample - old).min(old) >> RISE_SHIFT)
         } else {
-            old - ((old - sample) >> WEIGHT_SHIFT)
+            old - ((old - sample) >> FALL_SHIFT)
         };
         self.picos_per_task.store(new, Ordering::Relaxed);
     }
@@ -126,20 +132,48 @@ mod tests {
     }
 
     #[test]
-    fn the_estimate_moves_a_quarter_of_the_way_to_each_sample() {
+    fn the_estimate_rises_slowly_and_falls_fast() {
         let estimate = BatchEstimate::new(1, 1);
-        estimate.record(1, Duration::from_nanos(100));
-        assert_eq!(estimate.predict(1), Duration::from_nanos(100));
-        estimate.record(1, Duration::from_nanos(500));
-        assert_eq!(estimate.predict(1), Duration::from_nanos(200));
-        estimate.record(1, Duration::from_nanos(0));
-        assert_eq!(estimate.predict(1), Duration::from_nanos(150));
+        estimate.record(1, Duration::from_nanos(1_000));
+        assert_eq!(estimate.predict(1), Duration::from_nanos(1_000));
+        estimate.record(1, Duration::from_nanos(1_400));
+        assert_eq!(
+            estimate.predict(1),
+            Duration::from_nanos(1_100),
+            "a quarter of the way up"
+        );
+        estimate.record(1, Duration::from_millis(5));
+        assert_eq!(
+            estimate.predict(1),
+            Duration::from_nanos(1_375),
+            "an outlier moves it by at most a quarter"
+        );
+        estimate.record(1, Duration::from_nanos(375));
+        assert_eq!(
+            estimate.predict(1),
+            Duration::from_nanos(875),
+            "half the way down"
+        );
         estimate.record(0, Duration::from_secs(9));
         assert_eq!(
             estimate.predict(1),
-            Duration::from_nanos(150),
+            Duration::from_nanos(875),
             "empty batches teach nothing"
         );
+    }
+
+    #[test]
+    fn a_long_batch_is_learned_within_a_few_batches() {
+        let estimate = BatchEstimate::new(2, 2);
+        estimate.record(10_000, Duration::from_micros(4));
+        assert!(estimate.should_spin(10_000, BUDGET));
+        // The tasks became ten times slower: the estimate climbs by a
+        // quarter per batch and crosses a quarter of the budget on the
+        // sixth.
+        for _ in 0..8 {
+            estimate.record(10_000, Duration::from_micros(40));
+        }
+        assert!(!estimate.should_spin(10_000, BUDGET));
     }
 
     #[test]
