@@ -5,6 +5,7 @@
 //! cargo xtask setup                                  install what is missing
 //! cargo xtask demo [--mpi]                           the README's main job
 //! cargo xtask bench [NAME]...                        full benchmarks
+//! cargo xtask plot FILE...                           charts of saved bench output
 //! cargo xtask lanes                                  list the CI lanes
 //! ```
 //!
@@ -25,7 +26,9 @@ mod cmd;
 mod demo;
 mod lanes;
 mod mpi;
+mod plot;
 mod setup;
+mod svg;
 #[cfg(test)]
 mod tidy;
 
@@ -41,6 +44,8 @@ commands:
   setup                                  install the toolchains, targets, MPI and tools CI needs
   demo [--mpi]                           run dinah's main job (the most complete example)
   bench [NAME]...                        run the full benchmarks (all, or the named ones)
+  plot FILE...                           chart saved benchmark output (artifacts/benchmarks/*.txt)
+                                         as docs/plots/<file stem>-payload.svg
   lanes                                  list the CI lanes with their time limits
 ";
 
@@ -64,6 +69,13 @@ fn run(args: Vec<String>) -> Result<()> {
         }
         "demo" => demo::run(&demo::DemoArgs::parse(rest)?),
         "bench" => bench::run(rest),
+        "plot" => {
+            if rest.is_empty() {
+                print!("{USAGE}");
+                bail!("`plot` needs at least one benchmark output file");
+            }
+            plot::run(rest, |chart| println!("wrote {}", chart.display()))
+        }
         "lanes" => {
             expect_no_args("lanes", rest)?;
             for lane in lanes::ALL {
