@@ -210,7 +210,11 @@ impl Domain {
 /// Runs one task of a batch: skipped (calling `on_cancel`) if a cancelling
 /// shutdown began, otherwise `on_start` is called and the task runs with
 /// its panic caught.
-#[inline]
+///
+/// Always inlined, with the failure paths out of line: it is the body of
+/// Rayon's per-task loop, and a call per task (which the compiler chose
+/// while the boxing of failures was inline) cost as much as a no-op task.
+#[inline(always)]
 fn run_task<F, T, E>(
     shared: &DomainShared,
     task: F,
@@ -221,15 +225,29 @@ where
     F: FnOnce() -> Result<T, E>,
 {
     if shared.admission.cancels_queued() {
-        on_cancel();
-        return Err(Box::new(TaskFailure::cancelled()));
+        return Err(cancelled(on_cancel));
     }
     on_start();
     match panic::catch_unwind(AssertUnwindSafe(task)) {
         Ok(Ok(value)) => Ok(value),
-        Ok(Err(error)) => Err(Box::new(TaskFailure::returned(error))),
+        Ok(Err(error)) => Err(returned(error)),
         Err(payload) => Err(Box::new(panicked(payload))),
     }
+}
+
+/// The failure of a task skipped by a cancelling shutdown.
+#[cold]
+#[inline(never)]
+fn cancelled<E>(on_cancel: impl FnOnce()) -> Box<TaskFailure<E>> {
+    on_cancel();
+    Box::new(TaskFailure::cancelled())
+}
+
+/// The failure of a task that returned `error`.
+#[cold]
+#[inline(never)]
+fn returned<E>(error: E) -> Box<TaskFailure<E>> {
+    Box::new(TaskFailure::returned(error))
 }
 
 /// The instrumented twin of the plain path: task IDs are reserved as one
