@@ -181,32 +181,18 @@ mod tests {
     #[test]
     fn the_estimate_rises_slowly_and_falls_fast() {
         let estimate = BatchEstimate::new(1, 1);
-        estimate.record(1, Duration::from_nanos(1_000));
-        assert_eq!(estimate.predict(1), Duration::from_nanos(1_000));
-        estimate.record(1, Duration::from_nanos(1_400));
-        assert_eq!(
-            estimate.predict(1),
-            Duration::from_nanos(1_100),
-            "a quarter of the way up"
-        );
-        estimate.record(1, Duration::from_millis(5));
-        assert_eq!(
-            estimate.predict(1),
-            Duration::from_nanos(1_375),
-            "an outlier moves it by at most a quarter"
-        );
-        estimate.record(1, Duration::from_nanos(375));
-        assert_eq!(
-            estimate.predict(1),
-            Duration::from_nanos(875),
-            "half the way down"
-        );
-        estimate.record(0, Duration::from_secs(9));
-        assert_eq!(
-            estimate.predict(1),
-            Duration::from_nanos(875),
-            "empty batches teach nothing"
-        );
+        // (tasks, batch took ns, estimate afterwards ns, why)
+        let steps = [
+            (1, 1_000, 1_000, "the first batch sets it"),
+            (1, 1_400, 1_100, "a quarter of the way up"),
+            (1, 5_000_000, 1_375, "an outlier adds at most a quarter"),
+            (1, 375, 875, "half the way down"),
+            (0, 9_000_000_000, 875, "empty batches teach nothing"),
+        ];
+        for (tasks, took, expected, why) in steps {
+            estimate.record(tasks, Duration::from_nanos(took));
+            assert_eq!(estimate.predict(1), Duration::from_nanos(expected), "{why}");
+        }
     }
 
     #[test]
