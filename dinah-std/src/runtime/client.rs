@@ -4,14 +4,14 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use dinah_core::wire::{Call, Channel, ErrorCode, RelativeDeadline, TraceId};
+use dinah_core::wire::{Call, Channel, RelativeDeadline, TraceId};
 use dinah_core::{ActionId, LimitField, Rank, RuntimeState, WorldSize};
 
 use super::RemoteFuture;
 use super::calls::{CallInfo, Ticket};
 use super::error::{RuntimeError, Side};
 use super::frames;
-use super::registry::{ActionContext, HandlerError};
+use super::registry::ActionContext;
 use super::shared::{JobFailure, JobKey, JobOutput, Shared};
 use crate::action::Action;
 use crate::domain::TrySubmitError;
@@ -216,17 +216,11 @@ impl RuntimeClient {
                 job: Some(job),
                 client: &client,
             };
-            match entry.handler.run_local(Box::new(action), &ctx) {
-                Ok(output) => Ok(JobOutput::Value(output)),
-                Err(HandlerError::User(error)) => Err(JobFailure {
-                    code: ErrorCode::UserFailure,
-                    text: error.into_text(),
-                }),
-                Err(HandlerError::Codec(error)) => Err(JobFailure {
-                    code: ErrorCode::ProtocolViolation,
-                    text: error.to_string(),
-                }),
-            }
+            entry
+                .handler
+                .run_local(Box::new(action), &ctx)
+                .map(JobOutput::Value)
+                .map_err(JobFailure::from)
         };
         let key = JobKey::Local {
             request: call.request,

@@ -12,7 +12,7 @@ use dinah_core::{
 
 use super::RuntimeClient;
 use super::frames;
-use super::registry::{ActionContext, HandlerError};
+use super::registry::ActionContext;
 use super::shared::{JobFailure, JobKey, JobOutput, Shared};
 use crate::action::SegmentReader;
 use crate::domain::{Completion, JobCanceller, JobContext, TrySubmitError};
@@ -347,14 +347,7 @@ impl Receiver {
                         },
                         text: "result does not fit the protocol limits".into(),
                     }),
-                    Err(HandlerError::User(error)) => Err(JobFailure {
-                        code: ErrorCode::UserFailure,
-                        text: error.into_text(),
-                    }),
-                    Err(HandlerError::Codec(error)) => Err(JobFailure {
-                        code: ErrorCode::ProtocolViolation,
-                        text: error.to_string(),
-                    }),
+                    Err(error) => Err(JobFailure::from(error)),
                 }
             })
         };

@@ -13,7 +13,7 @@ use dinah_core::{
 
 use super::calls::Calls;
 use super::clock::SharedClock;
-use super::registry::Registry;
+use super::registry::{HandlerError, Registry};
 use crate::domain::{CompletionQueue, Domain};
 use crate::transport::TransportHandle;
 
@@ -43,6 +43,23 @@ pub(crate) enum JobOutput {
 pub(crate) struct JobFailure {
     pub(crate) code: ErrorCode,
     pub(crate) text: String,
+}
+
+impl From<HandlerError> for JobFailure {
+    /// A handler's own error travels as a user failure with its text; a
+    /// codec error means the bytes did not match the action's schema.
+    fn from(error: HandlerError) -> Self {
+        match error {
+            HandlerError::User(error) => Self {
+                code: ErrorCode::UserFailure,
+                text: error.into_text(),
+            },
+            HandlerError::Codec(error) => Self {
+                code: ErrorCode::ProtocolViolation,
+                text: error.to_string(),
+            },
+        }
+    }
 }
 
 pub(crate) type Completions = CompletionQueue<JobKey, JobOutput, JobFailure>;
