@@ -159,6 +159,7 @@ fn a_panic_becomes_a_typed_failure_and_the_domain_keeps_working() {
         Some("task two")
     );
     assert_eq!(results[2].as_ref().ok(), Some(&3));
+    assert_eq!(results.failed(), 1);
     domain.shutdown(ShutdownPolicy::Drain, PATIENCE).unwrap();
 }
 
@@ -419,6 +420,7 @@ fn metrics_and_trace_match_the_events() {
         .collect();
     let results = domain.run_batch(tasks).unwrap();
     assert_eq!(results.iter().filter(|r| r.is_err()).count(), 1);
+    assert_eq!(results.failed(), 1);
 
     domain.shutdown(ShutdownPolicy::Drain, PATIENCE).unwrap();
 
@@ -493,6 +495,7 @@ fn batch_results_keep_fifo_order() {
             .collect();
         let results = domain.run_batch(tasks).unwrap();
         assert_eq!(results.len(), weights.len());
+        assert_eq!(results.failed(), weights.len() / 10);
         for (index, result) in results.into_iter().enumerate() {
             match result {
                 Ok(value) => assert_eq!(value, index),
@@ -629,4 +632,63 @@ fn public_handles_cross_threads() {
     send::<dinah_std::JoinTimeoutError<String, String>>();
     send_sync::<TrySubmitError<fn()>>();
     send_sync::<dinah_std::DomainShutdownTimeout>();
+}
+
+#[test]
+fn a_cancelling_shutdown_skips_the_batch_tasks_not_started() {
+    const TASKS: usize = 64;
+    // One worker: Rayon runs the batch's first task first, then the rest
+    // in order on the same thread.
+    let domain = start(1, 4);
+    let gate = Gate::default();
+    let started = AtomicUsize::new(0);
+    let ran_later = AtomicUsize::new(0);
+    thread::scope(|scope| {
+        let (domain, gate, started, ran_later) = (&domain, &gate, &started, &ran_later);
+        let batch = scope.spawn(move || {
+            let tasks: Vec<Box<dyn FnOnce() -> Result<usize, ()> + Send + '_>> = (0..TASKS)
+                .map(
+                    |index| -> Box<dyn FnOnce() -> Result<usize, ()> + Send + '_> {
+                        if index == 0 {
+                            Box::new(|| {
+                                started.fetch_add(1, Ordering::SeqCst);
+                                gate.wait();
+                                Ok(0)
+                            })
+                        } else {
+                            Box::new(move || {
+                                ran_later.fetch_add(1, Ordering::SeqCst);
+                                Ok(index)
+                            })
+                        }
+                    },
+                )
+                .collect();
+            domain.run_batch(tasks).unwrap()
+        });
+        wait_for(started, 1);
+        // The batch is no queued job: nothing to take from the queue.
+        assert_eq!(domain.begin_shutdown(ShutdownPolicy::CancelQueued), 0);
+        gate.open();
+        let results = batch.join().unwrap();
+        assert_eq!(results.len(), TASKS);
+        assert_eq!(results[0].as_ref().ok(), Some(&0));
+        assert_eq!(results.failed(), TASKS - 1);
+        assert!(results[1..].iter().all(|result| {
+            result
+                .as_ref()
+                .is_err_and(|f| f.kind() == TaskFailureKind::Cancelled)
+        }));
+        // Handed out by value, the failures are whole `TaskFailure`s.
+        let owned = results.into_vec();
+        assert_eq!(
+            owned[TASKS - 1].as_ref().map_err(|f| f.kind()),
+            Err(TaskFailureKind::Cancelled)
+        );
+    });
+    assert_eq!(ran_later.load(Ordering::SeqCst), 0, "no task started late");
+    let report = domain
+        .shutdown(ShutdownPolicy::CancelQueued, PATIENCE)
+        .unwrap();
+    assert_eq!(report.cancelled, TASKS - 1);
 }

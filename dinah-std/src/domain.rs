@@ -6,6 +6,7 @@
 mod admission;
 mod batch;
 mod batch_estimate;
+mod batch_results;
 mod completion;
 mod config;
 mod error;
@@ -29,7 +30,7 @@ use job::{CompletionJob, HandleJob, QueuedJob};
 use shutdown::Roster;
 use wait::{AdaptiveSpin, Pace};
 
-pub use batch::BatchResult;
+pub use batch_results::{BatchFailure, BatchResult, BatchResults, BatchResultsIntoIter};
 pub use completion::{Completion, CompletionQueue};
 pub use config::{DEFAULT_SPIN_BEFORE_PARK, DomainConfig};
 pub use error::{DomainShutdownTimeout, DomainStartError, TrySubmitError};
@@ -132,7 +133,8 @@ impl DomainShared {
 ///   Admission reserves the completion's slot, so a worker's push can never
 ///   fail and no unbounded fallback exists.
 /// - [`Domain::run_batch`] runs a vector of tasks inside the pool with
-///   Rayon's own work splitting and returns their results in order.
+///   Rayon's own work splitting and returns their results in order, as
+///   [`BatchResults`].
 ///
 /// # Waiting
 ///

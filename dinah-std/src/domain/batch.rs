@@ -10,6 +10,10 @@
 //! `batch_estimate.rs`) is waited for parked at once, so the caller does
 //! not take a core from the workers.
 //!
+//! The results come back as [`BatchResults`]: a failure there has no drop
+//! glue of its own, so a batch where every task succeeded is freed without
+//! a pass over its results (`batch_results.rs` says why that matters).
+//!
 //! A batch holds one admission for the whole call (see the
 //! domain documentation). Tasks that have not started when a
 //! [`ShutdownPolicy::CancelQueued`](crate::ShutdownPolicy::CancelQueued)
@@ -23,7 +27,7 @@
 //! before the spawned job has finished.
 
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
@@ -31,16 +35,10 @@ use rayon::prelude::*;
 use dinah_core::{TaskFailure, TaskId, TaskQueue};
 
 use super::admission::AdmissionGuard;
+use super::batch_results::{BatchFailure, BatchResults};
 use super::instrument::Instrumentation;
 use super::job::panicked;
 use super::{Domain, DomainShared, TrySubmitError};
-
-/// The result of one task of a batch: its value, or its boxed failure.
-///
-/// The failure is boxed because a [`TaskFailure`] keeps a panic message
-/// inline (a few hundred bytes); unboxed, a 10,000-task result vector would
-/// take megabytes even when every task succeeds.
-pub type BatchResult<T, E> = Result<T, Box<TaskFailure<E>>>;
 
 impl Domain {
     /// Runs `tasks` on the domain's workers and returns their results in
@@ -80,7 +78,7 @@ impl Domain {
     pub fn run_batch<F, T, E>(
         &self,
         tasks: Vec<F>,
-    ) -> Result<Vec<BatchResult<T, E>>, TrySubmitError<Vec<F>>>
+    ) -> Result<BatchResults<T, E>, TrySubmitError<Vec<F>>>
     where
         F: FnOnce() -> Result<T, E> + Send,
         T: Send,
@@ -128,7 +126,7 @@ impl Domain {
     pub fn run_queue<F, T, E, const N: usize>(
         &self,
         queue: &mut TaskQueue<F, N>,
-    ) -> Result<Vec<BatchResult<T, E>>, TrySubmitError<()>>
+    ) -> Result<BatchResults<T, E>, TrySubmitError<()>>
     where
         F: FnOnce() -> Result<T, E> + Send,
         T: Send,
@@ -143,7 +141,7 @@ impl Domain {
     }
 
     /// Runs an admitted batch and returns its results in order.
-    fn run_admitted<F, T, E>(&self, tasks: Vec<F>) -> Vec<BatchResult<T, E>>
+    fn run_admitted<F, T, E>(&self, tasks: Vec<F>) -> BatchResults<T, E>
     where
         F: FnOnce() -> Result<T, E> + Send,
         T: Send,
@@ -155,14 +153,18 @@ impl Domain {
         let mut results = Vec::new();
         let count = tasks.len();
         if count == 0 {
-            return results;
+            return BatchResults::new(results, 0);
         }
-        let work = |results: &mut Vec<BatchResult<T, E>>| match &shared.instrumentation {
+        // Counted where a failure is made (a cold path); read after the
+        // batch, which Rayon's scope orders after every task.
+        let failed = AtomicUsize::new(0);
+        let work = |results: &mut Vec<_>| match &shared.instrumentation {
             None => tasks
                 .into_par_iter()
                 .map(|task| {
                     run_task(
                         shared,
+                        &failed,
                         task,
                         || {},
                         || {
@@ -172,7 +174,7 @@ impl Domain {
                 })
                 .collect_into_vec(results),
             Some(instrumentation) => {
-                run_instrumented(shared, instrumentation, tasks, results);
+                run_instrumented(shared, instrumentation, &failed, tasks, results);
             }
         };
         let pool = self.pool();
@@ -203,13 +205,13 @@ impl Domain {
                 }
             });
         }
-        results
+        BatchResults::new(results, failed.into_inner())
     }
 }
 
 /// Runs one task of a batch: skipped (calling `on_cancel`) if a cancelling
 /// shutdown began, otherwise `on_start` is called and the task runs with
-/// its panic caught.
+/// its panic caught. Every failure is counted in `failed`.
 ///
 /// Always inlined, with the failure paths out of line: it is the body of
 /// Rayon's per-task loop, and a call per task (which the compiler chose
@@ -217,37 +219,35 @@ impl Domain {
 #[inline(always)]
 fn run_task<F, T, E>(
     shared: &DomainShared,
+    failed: &AtomicUsize,
     task: F,
     on_start: impl FnOnce(),
     on_cancel: impl FnOnce(),
-) -> BatchResult<T, E>
+) -> Result<T, BatchFailure<E>>
 where
     F: FnOnce() -> Result<T, E>,
 {
     if shared.admission.cancels_queued() {
-        return Err(cancelled(on_cancel));
+        return Err(failure(failed, || {
+            on_cancel();
+            TaskFailure::cancelled()
+        }));
     }
     on_start();
     match panic::catch_unwind(AssertUnwindSafe(task)) {
         Ok(Ok(value)) => Ok(value),
-        Ok(Err(error)) => Err(returned(error)),
-        Err(payload) => Err(Box::new(panicked(payload))),
+        Ok(Err(error)) => Err(failure(failed, || TaskFailure::returned(error))),
+        Err(payload) => Err(failure(failed, || panicked(payload))),
     }
 }
 
-/// The failure of a task skipped by a cancelling shutdown.
+/// A task's failure, made by `make` and counted in `failed`; out of line,
+/// so the per-task loop stays small.
 #[cold]
 #[inline(never)]
-fn cancelled<E>(on_cancel: impl FnOnce()) -> Box<TaskFailure<E>> {
-    on_cancel();
-    Box::new(TaskFailure::cancelled())
-}
-
-/// The failure of a task that returned `error`.
-#[cold]
-#[inline(never)]
-fn returned<E>(error: E) -> Box<TaskFailure<E>> {
-    Box::new(TaskFailure::returned(error))
+fn failure<E>(failed: &AtomicUsize, make: impl FnOnce() -> TaskFailure<E>) -> BatchFailure<E> {
+    failed.fetch_add(1, Ordering::Relaxed);
+    BatchFailure::new(Box::new(make()))
 }
 
 /// The instrumented twin of the plain path: task IDs are reserved as one
@@ -255,8 +255,9 @@ fn returned<E>(error: E) -> Box<TaskFailure<E>> {
 fn run_instrumented<F, T, E>(
     shared: &DomainShared,
     instrumentation: &Instrumentation,
+    failed: &AtomicUsize,
     tasks: Vec<F>,
-    results: &mut Vec<BatchResult<T, E>>,
+    results: &mut Vec<Result<T, BatchFailure<E>>>,
 ) where
     F: FnOnce() -> Result<T, E> + Send,
     T: Send,
@@ -278,6 +279,7 @@ fn run_instrumented<F, T, E>(
             let mut skipped = false;
             let result = run_task(
                 shared,
+                failed,
                 task,
                 || instrumentation.started(shared.id, task_id),
                 || skipped = true,
