@@ -3,7 +3,7 @@
 //! (results, typed errors, panics, dedup, shutdown) behaves as for a
 //! handler on a worker domain.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use std::thread::ThreadId;
@@ -13,7 +13,7 @@ use dinah_core::{ProtocolLimits, Rank, RuntimeLimits, WorldSize};
 use dinah_std::transport::memory::{FaultPlan, SimMode, SimNetwork};
 use dinah_std::{
     Action, ActionError, CodecError, DEFAULT_DOMAIN, FailureKind, Runtime, RuntimeError,
-    SegmentReader, SegmentWriter, WireValue, schema_id,
+    SegmentReader, SegmentWriter, SpawnOptions, WireValue, schema_id,
 };
 
 /// Returns its input plus one.
@@ -146,4 +146,98 @@ fn inline_handlers_run_on_the_owner_thread_and_fail_like_pooled_ones() {
     for thread in threads {
         thread.join().unwrap();
     }
+}
+
+/// Sleeps for its number of milliseconds.
+struct Sleep(u64);
+impl WireValue for Sleep {
+    const SCHEMA_ID: u64 = schema_id("test.inline.Sleep/1");
+    fn encode(&self, out: &mut SegmentWriter) -> Result<(), CodecError> {
+        self.0.encode(out)
+    }
+    fn decode(input: &mut SegmentReader<'_>) -> Result<Self, CodecError> {
+        u64::decode(input).map(Sleep)
+    }
+}
+impl Action for Sleep {
+    const ID: u128 = 0x1_0003;
+    type Output = ();
+}
+
+#[test]
+fn an_inline_request_whose_deadline_passed_behind_a_slow_one_never_runs() {
+    // Rank 1 polls only once rank 0 sent everything, so one progress round
+    // receives the slow request and then three with a short deadline. Their
+    // deadlines count from that round's start; the slow handler ran past
+    // them before they could start, so none may run.
+    let world = WorldSize::new(2).unwrap();
+    let network = SimNetwork::with_mode(world, 1, FaultPlan::new(), SimMode::Threaded).unwrap();
+    let sent = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicBool::new(false));
+    let increments = Arc::new(AtomicU32::new(0));
+    let builder = |increments: Arc<AtomicU32>| {
+        let mut builder =
+            Runtime::builder(4, ProtocolLimits::default(), RuntimeLimits::default()).unwrap();
+        builder
+            .register_inline::<Sleep, _>(DEFAULT_DOMAIN, |Sleep(ms)| {
+                std::thread::sleep(Duration::from_millis(ms));
+                Ok(())
+            })
+            .unwrap();
+        builder
+            .register_inline::<Inc, _>(DEFAULT_DOMAIN, move |Inc(x)| {
+                increments.fetch_add(1, Ordering::SeqCst);
+                Ok(x + 1)
+            })
+            .unwrap();
+        builder
+    };
+    let server = {
+        let (network, sent, done) = (network.clone(), Arc::clone(&sent), Arc::clone(&done));
+        let builder = builder(Arc::clone(&increments));
+        std::thread::spawn(move || {
+            let hello = builder.hello().unwrap();
+            let me = world.rank(1).unwrap();
+            let (handle, driver) = network.endpoint(me, hello.handle).unwrap();
+            let mut runtime = builder.start(handle, driver).unwrap();
+            while !sent.load(Ordering::SeqCst) {
+                std::thread::yield_now();
+            }
+            runtime.block_on(std::future::poll_fn(|_| {
+                if done.load(Ordering::SeqCst) {
+                    Poll::Ready(())
+                } else {
+                    Poll::Pending
+                }
+            }));
+            runtime.shutdown(Duration::from_secs(10)).unwrap()
+        })
+    };
+    let builder = builder(Arc::new(AtomicU32::new(0)));
+    let hello = builder.hello().unwrap();
+    let (handle, driver) = network.endpoint(Rank::ZERO, hello.handle).unwrap();
+    let mut runtime = builder.start(handle, driver).unwrap();
+    let client = runtime.client();
+    let peer = world.rank(1).unwrap();
+    let slow = client.spawn_on(peer, Sleep(100));
+    let short = SpawnOptions::deadline(Duration::from_millis(20));
+    let late: Vec<_> = (0..3)
+        .map(|i| client.spawn_on_with(peer, Inc(i), short))
+        .collect();
+    sent.store(true, Ordering::SeqCst);
+    runtime.block_on(slow).unwrap();
+    for future in late {
+        let error = runtime.block_on(future).unwrap_err();
+        assert!(
+            matches!(error, RuntimeError::DeadlineExceeded { .. }),
+            "{error:?}"
+        );
+    }
+    done.store(true, Ordering::SeqCst);
+    // Both ranks shut down at once: each waits for the other's goodbye.
+    let report = runtime.shutdown(Duration::from_secs(10)).unwrap();
+    assert!(report.is_clean(), "{report}");
+    let report = server.join().unwrap();
+    assert!(report.is_clean(), "{report}");
+    assert_eq!(increments.load(Ordering::SeqCst), 0, "no late request ran");
 }

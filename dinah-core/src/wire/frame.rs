@@ -228,6 +228,52 @@ impl<'a> FrameRef<'a> {
         }
     }
 
+    /// The frame `bytes`, which [`decode_frame`] (or a stream decoder)
+    /// already validated into `header`, viewed again without repeating the
+    /// checks: for a frame whose owned bytes moved after decoding (to a
+    /// worker, to the future waiting for it) along with its header.
+    ///
+    /// Returns `None` if `bytes` is not `header`'s frame length. Bytes
+    /// other than those `header` was decoded from give meaningless
+    /// segments, never a panic: segment iteration stops at the first entry
+    /// that does not fit.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dinah_core::wire::{decode_frame, encode_frame, Channel, DecodeContext, FrameRef, Header, Message};
+    /// use dinah_core::{DomainId, ProtocolLimits, Rank, RequestId, WorldSize};
+    /// # use dinah_core::ActionId;
+    ///
+    /// let world = WorldSize::new(2)?;
+    /// let limits = ProtocolLimits::default();
+    /// let call = dinah_core::wire::Call {
+    ///     request: RequestId::MIN,
+    ///     action: ActionId::new(7)?,
+    ///     domain: DomainId::MIN,
+    ///     trace: None,
+    /// };
+    /// let payload: [&[u8]; 1] = [b"out"];
+    /// let header = Header::new(Rank::ZERO, Message::Result { call }, &payload, &limits)?;
+    /// let mut bytes = vec![0; header.frame_len()];
+    /// encode_frame(&header, &payload, &mut bytes)?;
+    ///
+    /// let ctx = DecodeContext::new(Channel::Action, Rank::ZERO, world, limits)?;
+    /// let decoded = *decode_frame(&bytes, &ctx)?.header();
+    /// let moved = bytes; // e.g. handed to another thread with its header
+    /// let frame = FrameRef::from_decoded(decoded, &moved).expect("same frame");
+    /// assert_eq!(frame.segment(0), Some(&b"out"[..]));
+    /// # Ok::<(), Box<dyn core::error::Error>>(())
+    /// ```
+    pub fn from_decoded(header: Header, bytes: &'a [u8]) -> Option<Self> {
+        if bytes.len() != header.frame_len() {
+            return None;
+        }
+        let (head, payload) = bytes.split_at_checked(header.head_len())?;
+        let table = head.get(HEADER_LEN..)?;
+        Some(Self::from_validated(header, table, payload))
+    }
+
     /// The frame's header.
     pub const fn header(&self) -> &Header {
         &self.header

@@ -16,7 +16,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use dinah_core::wire::Call;
+use dinah_core::wire::{Call, Header};
 use dinah_core::{Instant, LateResult, LimitField, PendingSlot, PendingTable, Rank, RequestId};
 
 use super::error::{RuntimeError, Side};
@@ -24,8 +24,9 @@ use crate::domain::JobCanceller;
 
 /// How a call ended, as delivered to its future.
 pub(crate) enum CallOutcome {
-    /// A result frame from `peer`: the future decodes the output.
-    Frame { peer: Rank, frame: Vec<u8> },
+    /// A result frame, validated into `header` when it arrived: the future
+    /// decodes the output.
+    Frame { header: Header, frame: Vec<u8> },
     /// The typed output of a local call.
     Local(Box<dyn Any + Send>),
     /// The call failed.

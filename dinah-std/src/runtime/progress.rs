@@ -141,7 +141,7 @@ impl Runtime {
             shared.metrics.record_protocol_rejection();
             return;
         };
-        let message = match decode_frame(&bytes, &ctx) {
+        let header = match decode_frame(&bytes, &ctx) {
             Ok(frame) => {
                 let message = *frame.header().message();
                 if let Message::Error { call, code } = message {
@@ -164,21 +164,21 @@ impl Runtime {
                     }
                     return;
                 }
-                message
+                *frame.header()
             }
             Err(_) => {
                 shared.metrics.record_protocol_rejection();
                 return;
             }
         };
-        match message {
+        match *header.message() {
             Message::Request { call, deadline } => {
                 let until = now
                     .checked_add(deadline.as_duration())
                     .unwrap_or(Instant::MAX);
                 let shared = std::sync::Arc::clone(&self.shared);
                 self.receiver
-                    .on_request(&shared, from, call, until, bytes, now);
+                    .on_request(&shared, from, call, until, (header, bytes), now);
             }
             Message::Result { call } => {
                 let late = shared.calls.complete(call.request, |info| {
@@ -187,7 +187,7 @@ impl Runtime {
                     }
                     shared.metrics.record_completed();
                     CallOutcome::Frame {
-                        peer: from,
+                        header,
                         frame: bytes,
                     }
                 });

@@ -7,7 +7,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use dinah_core::wire::{Channel, DecodeContext, Message, decode_frame};
+use dinah_core::wire::{FrameRef, Message, ProtocolError};
 
 use super::calls::{CallOutcome, Ticket};
 use super::error::RuntimeError;
@@ -71,7 +71,7 @@ impl<T> RemoteFuture<T> {
 }
 
 impl<T: WireValue> RemoteFuture<T> {
-    fn decode(shared: &Shared, outcome: CallOutcome) -> Result<T, RuntimeError> {
+    fn decode(outcome: CallOutcome) -> Result<T, RuntimeError> {
         match outcome {
             CallOutcome::Failed(error) => Err(error),
             CallOutcome::Local(value) => match value.downcast::<T>() {
@@ -81,11 +81,16 @@ impl<T: WireValue> RemoteFuture<T> {
                 // could get here, and registration refuses those.
                 Err(_) => Err(RuntimeError::Cancelled),
             },
-            CallOutcome::Frame { peer, frame } => {
-                let ctx = DecodeContext::new(Channel::Action, peer, shared.world, shared.protocol)
-                    .map_err(|_| RuntimeError::NoSuchRank { rank: peer })?;
-                let decoded = decode_frame(&frame, &ctx)
-                    .map_err(|error| RuntimeError::Protocol { peer, error })?;
+            CallOutcome::Frame { header, frame } => {
+                // Validated on arrival; only viewed again here.
+                let decoded =
+                    FrameRef::from_decoded(header, &frame).ok_or(RuntimeError::Protocol {
+                        peer: header.origin(),
+                        error: ProtocolError::Truncated {
+                            expected: header.frame_len(),
+                            actual: frame.len(),
+                        },
+                    })?;
                 debug_assert!(matches!(decoded.header().message(), Message::Result { .. }));
                 let mut input = SegmentReader::from_frame(decoded.segments());
                 let value = T::decode(&mut input).map_err(RuntimeError::Codec)?;
@@ -106,7 +111,7 @@ impl<T: WireValue> Future for RemoteFuture<T> {
             Inner::Pending { shared, ticket } => match shared.calls.poll(*ticket, cx) {
                 Poll::Pending => Poll::Pending,
                 Poll::Ready(outcome) => {
-                    let result = Self::decode(shared, outcome);
+                    let result = Self::decode(outcome);
                     this.inner = Inner::Done;
                     Poll::Ready(result)
                 }

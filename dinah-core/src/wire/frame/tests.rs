@@ -195,3 +195,36 @@ fn segments_iterator_is_exact_and_fused() {
     assert_eq!(segments.next(), None);
     assert_eq!(segments.next(), None);
 }
+
+#[test]
+fn a_decoded_frame_viewed_again_is_the_same_frame() {
+    for (message, channel) in every_message() {
+        let bytes = frame_of(message);
+        let frame = decode_frame(&bytes, &ctx(channel)).unwrap();
+        let again = FrameRef::from_decoded(*frame.header(), &bytes);
+        assert_eq!(again, Some(frame), "{message:?}");
+    }
+}
+
+#[test]
+fn viewing_other_bytes_again_never_panics() {
+    let bytes = frame_of(request());
+    let header = *decode_frame(&bytes, &ctx(Channel::Action))
+        .unwrap()
+        .header();
+    // Wrong length: refused.
+    assert_eq!(
+        FrameRef::from_decoded(header, &bytes[..bytes.len() - 1]),
+        None
+    );
+    let mut longer = bytes.clone();
+    longer.push(0);
+    assert_eq!(FrameRef::from_decoded(header, &longer), None);
+    // Right length, other bytes: segments are meaningless but bounded.
+    for fill in [0x00, 0xff] {
+        let other = std::vec![fill; bytes.len()];
+        let frame = FrameRef::from_decoded(header, &other).unwrap();
+        let total: usize = frame.segments().map(<[u8]>::len).sum();
+        assert!(total <= frame.payload().len());
+    }
+}
