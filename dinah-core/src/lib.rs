@@ -11,6 +11,7 @@ mod sync;
 mod compile_fail;
 
 mod cancel;
+mod drainers;
 mod id;
 mod limits;
 mod metrics;
@@ -33,6 +34,7 @@ pub mod wire;
 pub use cancel::*;
 pub use deadline::*;
 pub use dedup::*;
+pub use drainers::*;
 pub use fingerprint::*;
 pub use id::*;
 pub use limits::*;

@@ -7,6 +7,7 @@
 
 mod loom {
     mod cancel;
+    mod drainers;
     mod mpmc;
     mod queue;
     mod request_id;

@@ -21,7 +21,7 @@ use std::num::{NonZeroU64, NonZeroUsize};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-use dinah_core::{CancelFlag, DomainId, MpmcQueue, MpmcSlot, TaskId, TaskOutcome};
+use dinah_core::{CancelFlag, DomainId, Drainers, MpmcQueue, MpmcSlot, TaskId, TaskOutcome};
 
 use admission::{Admission, AdmissionGuard, Refusal};
 use batch_estimate::BatchEstimate;
@@ -66,6 +66,9 @@ pub(crate) struct DomainShared {
     /// (`Relaxed`: a count read after the work is done, when the
     /// admission counter has already synchronised with it).
     shutdown_cancelled: AtomicUsize,
+    /// The trampolines draining the queue (at most `workers`): a job
+    /// starts a new one only when no running one will reach it.
+    trampolines: Drainers,
 }
 
 impl DomainShared {
@@ -79,12 +82,20 @@ impl DomainShared {
         NonZeroU64::new(n).map_or(TaskId::MAX, TaskId::from_non_zero)
     }
 
-    /// Runs the oldest queued job, if any: the body of every trampoline
-    /// spawned into the pool (one per admitted job).
-    fn run_next(&self) {
-        if let Some(job) = self.queue.pop() {
-            let _admission = AdmissionGuard(&self.admission);
-            job.run(self);
+    /// The body of a trampoline (a closure spawned into the pool): runs
+    /// queued jobs, oldest first, until the queue is empty, then leaves
+    /// (see [`Drainers`] for why no job is left behind). One trampoline
+    /// per job cost a Rayon spawn per job (a heap job, an injector slot,
+    /// often a worker's wake-up).
+    fn drain(&self) {
+        loop {
+            while let Some(job) = self.queue.pop() {
+                let _admission = AdmissionGuard(&self.admission);
+                job.run(self);
+            }
+            if !self.trampolines.leave(|| self.queue.is_empty()) {
+                return;
+            }
         }
     }
 
@@ -248,6 +259,7 @@ impl Domain {
             instrumentation,
             next_task: AtomicU64::new(1),
             shutdown_cancelled: AtomicUsize::new(0),
+            trampolines: Drainers::new(pool.current_num_threads()),
         });
         Ok(Self {
             shared,
@@ -372,8 +384,10 @@ impl Domain {
             // in the admission accounting.
             unreachable!("an admitted job found the domain queue full");
         }
-        let shared = Arc::clone(&self.shared);
-        self.pool().spawn(move || shared.run_next());
+        if self.shared.trampolines.enter(|| self.shared.queue.len()) {
+            let shared = Arc::clone(&self.shared);
+            self.pool().spawn(move || shared.drain());
+        }
     }
 
     fn pool(&self) -> &rayon::ThreadPool {
