@@ -692,3 +692,41 @@ fn a_cancelling_shutdown_skips_the_batch_tasks_not_started() {
         .unwrap();
     assert_eq!(report.cancelled, TASKS - 1);
 }
+
+#[test]
+fn a_job_behind_a_blocked_one_runs_on_a_free_worker() {
+    // The first job has started (so the queue is empty again) and blocks
+    // until the second one has run: the second must get the other worker,
+    // not wait for the first job's worker.
+    let domain = start(2, 4);
+    let first_started = Arc::new(AtomicUsize::new(0));
+    let second_ran = Arc::new(Gate::default());
+    let first = {
+        let (started, second_ran) = (Arc::clone(&first_started), Arc::clone(&second_ran));
+        domain
+            .try_submit(move |_| {
+                started.fetch_add(1, Ordering::SeqCst);
+                second_ran.wait();
+                Ok::<_, ()>(1)
+            })
+            .unwrap()
+    };
+    wait_for(&first_started, 1);
+    let second = {
+        let second_ran = Arc::clone(&second_ran);
+        domain
+            .try_submit(move |_| {
+                second_ran.open();
+                Ok::<_, ()>(2)
+            })
+            .unwrap()
+    };
+    // A backstop, not a timing check: without a free worker the second job
+    // would never run, and the first would wait for it forever.
+    let second = second
+        .join_timeout(PATIENCE)
+        .unwrap_or_else(|_| panic!("the second job never got the free worker"));
+    assert_eq!(second, Ok(2));
+    assert_eq!(first.join(), Ok(1));
+    domain.shutdown(ShutdownPolicy::Drain, PATIENCE).unwrap();
+}

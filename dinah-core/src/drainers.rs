@@ -12,26 +12,27 @@ use crate::sync::{AtomicUsize, Ordering, fence};
 /// The protocol, for a queue whose push and emptiness check are
 /// sequentially consistent (as [`MpmcQueue`](crate::MpmcQueue)'s are):
 ///
-/// - a submitter pushes its item, then calls [`enter`](Self::enter) with
-///   the queue's length; if it returns `true`, the submitter starts a
-///   drainer (the place is already taken for it);
+/// - a submitter pushes its item, then calls [`enter`](Self::enter); if
+///   it returns `true`, the submitter starts a drainer (the place is
+///   already taken for it);
 /// - a drainer pops and runs items until the queue is empty, then calls
 ///   [`leave`](Self::leave); if that returns `true`, an item arrived and
 ///   the drainer keeps draining (its place taken again), otherwise it
 ///   stops.
 ///
-/// At most `max` drainers are active at once. A submitter starts one when
-/// none is active, or when more items wait than drainers are active.
+/// At most `max` drainers are active at once; a submitter starts one
+/// whenever fewer are.
 ///
 /// # Why no item is left behind
 ///
 /// `enter` issues a `SeqCst` fence after the push and then reads the
 /// count; `leave` decrements the count (`SeqCst`), issues a `SeqCst` fence
-/// and then checks the queue. If a submitter counted an active drainer, it
-/// read the count before that drainer's decrement, so the drainer's check
-/// after its fence sees the item: it keeps draining, or, if every place was
-/// taken again meanwhile, the drainers holding them have not left yet and
-/// the same holds for them. A submitter that counted none starts one.
+/// and then checks the queue. A submitter that finds every place taken
+/// read the count before the decrement of each of those drainers, so each
+/// of them sees the item when it looks after its fence: the first to look
+/// keeps draining, or, if every place was taken again meanwhile, the
+/// drainers holding them have not left yet and the same holds for them. A
+/// submitter that finds a place free starts a drainer itself.
 /// `tests/loom/drainers.rs` checks this under every interleaving loom
 /// explores.
 ///
@@ -43,13 +44,14 @@ use crate::sync::{AtomicUsize, Ordering, fence};
 /// let queue = ArrayMpmcQueue::<u32, 4>::new();
 /// let drainers = Drainers::new(2);
 ///
-/// // Submitting: the first item finds no drainer, so one must start.
+/// // Submitting: each item starts a drainer while a place is free.
 /// assert!(queue.try_push(1).is_ok());
-/// assert!(drainers.enter(|| queue.len()));
-/// // A second item, while that drainer has not run yet: two items wait
-/// // for one drainer, so another may help.
+/// assert!(drainers.enter());
 /// assert!(queue.try_push(2).is_ok());
-/// assert!(drainers.enter(|| queue.len()));
+/// assert!(drainers.enter());
+/// // Both places taken: the third item waits for a running drainer.
+/// assert!(queue.try_push(3).is_ok());
+/// assert!(!drainers.enter());
 ///
 /// // Draining (here on this thread, for the example): each drainer pops
 /// // until the queue is empty, then leaves.
@@ -59,7 +61,7 @@ use crate::sync::{AtomicUsize, Ordering, fence};
 /// }
 /// assert!(!drainers.leave(|| queue.is_empty()));
 /// assert!(!drainers.leave(|| queue.is_empty()));
-/// assert_eq!(ran, [1, 2]);
+/// assert_eq!(ran, [1, 2, 3]);
 /// assert_eq!(drainers.active(), 0);
 /// ```
 #[derive(Debug)]
@@ -82,20 +84,15 @@ impl Drainers {
         self.max
     }
 
-    /// Called by a submitter after its push, with the queue's length:
-    /// takes a place for a new drainer if none is active, or if more items
-    /// wait than drainers are active (and a place is free). Returns `true`
-    /// if the caller must start a drainer.
+    /// Called by a submitter after its push: takes a place for a new
+    /// drainer if fewer than `max` are active. Returns `true` if the
+    /// caller must start a drainer.
     ///
-    /// Not starting one while an active drainer will reach the item saves
-    /// a wake-up: a drainer that just ran the previous item takes the next
-    /// one without.
-    pub fn enter(&self, queued: impl FnOnce() -> usize) -> bool {
+    /// It starts one even when an active drainer will reach the item in
+    /// the end: that drainer may be inside a long item, and the item must
+    /// not wait for it while a place (a worker) is free.
+    pub fn enter(&self) -> bool {
         fence(Ordering::SeqCst);
-        let active = self.active.load(Ordering::SeqCst);
-        if active > 0 && queued() <= active {
-            return false;
-        }
         self.claim()
     }
 
@@ -142,42 +139,30 @@ mod tests {
     #[test]
     fn places_are_bounded_by_max() {
         let drainers = Drainers::new(2);
-        assert!(drainers.enter(|| 1));
-        assert!(drainers.enter(|| 2));
-        assert!(!drainers.enter(|| 3), "both places taken");
+        assert!(drainers.enter());
+        assert!(drainers.enter());
+        assert!(!drainers.enter(), "both places taken");
         assert_eq!(drainers.active(), 2);
         assert_eq!(drainers.max(), 2);
     }
 
     #[test]
-    fn an_active_drainer_takes_an_item_it_can_reach() {
-        let drainers = Drainers::new(4);
-        assert!(drainers.enter(|| 1));
-        // One item waits, one drainer drains: no second one.
-        assert!(!drainers.enter(|| 1));
-        // Two wait: a second drainer helps.
-        assert!(drainers.enter(|| 2));
-        assert!(!drainers.enter(|| 2));
-        assert_eq!(drainers.active(), 2);
-    }
-
-    #[test]
     fn a_leaving_drainer_stays_for_an_item_that_arrived() {
         let drainers = Drainers::new(1);
-        assert!(drainers.enter(|| 1));
+        assert!(drainers.enter());
         // The queue had an item again: it takes its place back.
         assert!(drainers.leave(|| false));
         assert_eq!(drainers.active(), 1);
         // Empty now: it leaves, and the place is free for a submitter.
         assert!(!drainers.leave(|| true));
         assert_eq!(drainers.active(), 0);
-        assert!(drainers.enter(|| 1));
+        assert!(drainers.enter());
     }
 
     #[test]
     fn a_max_of_zero_still_allows_one() {
         let drainers = Drainers::new(0);
-        assert!(drainers.enter(|| 1));
-        assert!(!drainers.enter(|| 2));
+        assert!(drainers.enter());
+        assert!(!drainers.enter());
     }
 }

@@ -66,8 +66,8 @@ pub(crate) struct DomainShared {
     /// (`Relaxed`: a count read after the work is done, when the
     /// admission counter has already synchronised with it).
     shutdown_cancelled: AtomicUsize,
-    /// The trampolines draining the queue (at most `workers`): a job
-    /// starts a new one only when no running one will reach it.
+    /// The trampolines draining the queue: a job starts a new one while
+    /// fewer than `workers` are active.
     trampolines: Drainers,
 }
 
@@ -384,7 +384,7 @@ impl Domain {
             // in the admission accounting.
             unreachable!("an admitted job found the domain queue full");
         }
-        if self.shared.trampolines.enter(|| self.shared.queue.len()) {
+        if self.shared.trampolines.enter() {
             let shared = Arc::clone(&self.shared);
             self.pool().spawn(move || shared.drain());
         }
