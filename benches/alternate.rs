@@ -15,14 +15,16 @@
 #![expect(clippy::print_stdout, reason = "a benchmark reports its measurements")]
 
 use std::hint::black_box;
-use std::num::NonZeroUsize;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
-use dinah_core::DomainId;
-use dinah_std::{Domain, DomainConfig, ShutdownPolicy};
+use dinah_std::ShutdownPolicy;
+
+#[path = "support/pools.rs"]
+mod pools;
+use pools::{domain, rayon_pool};
 
 /// The cases: a name, and what one child measures (how many samples, and
 /// the work of one).
@@ -104,22 +106,6 @@ fn check<E>(results: &[Result<u64, E>]) {
     for (index, result) in results.iter().enumerate() {
         assert!(matches!(result, Ok(value) if *value == index as u64));
     }
-}
-
-fn domain(workers: usize) -> Domain {
-    let config = DomainConfig::new(
-        DomainId::MIN,
-        NonZeroUsize::new(workers).expect("non-zero"),
-        NonZeroUsize::new(1024).expect("non-zero"),
-    );
-    Domain::start(config, None).expect("domain")
-}
-
-fn rayon_pool(workers: usize) -> rayon::ThreadPool {
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(workers)
-        .build()
-        .expect("rayon pool")
 }
 
 /// Measures `case` with `variant` in this process: the median sample.

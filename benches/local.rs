@@ -11,7 +11,6 @@
 //! same closures and returns the same checked results.
 
 use std::hint::black_box;
-use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Barrier, Mutex, PoisonError};
 use std::thread;
@@ -23,8 +22,12 @@ use criterion::{
 };
 use rayon::prelude::*;
 
-use dinah_core::{DomainId, TaskQueue};
-use dinah_std::{Domain, DomainConfig, Scheduler, ShutdownPolicy};
+use dinah_core::TaskQueue;
+use dinah_std::{Scheduler, ShutdownPolicy};
+
+#[path = "support/pools.rs"]
+mod pools;
+use pools::{domain, rayon_pool};
 
 /// Worker counts every parallel variant runs with.
 const WORKERS: [usize; 2] = [2, 4];
@@ -87,22 +90,6 @@ fn check<E>(results: &[Result<u64, E>], count: usize, iterations: u64) {
     } else {
         assert!(results.iter().all(Result::is_ok));
     }
-}
-
-fn rayon_pool(workers: usize) -> rayon::ThreadPool {
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(workers)
-        .build()
-        .expect("rayon pool")
-}
-
-fn domain(workers: usize) -> Domain {
-    let config = DomainConfig::new(
-        DomainId::MIN,
-        NonZeroUsize::new(workers).expect("non-zero"),
-        NonZeroUsize::new(1024).expect("non-zero"),
-    );
-    Domain::start(config, None).expect("domain")
 }
 
 /// The v0.1 `Scheduler::run_parallel`, re-implemented as published (v0.1
