@@ -362,11 +362,9 @@ fn a_rank_that_vanishes_is_reported_down_and_the_others_go_on() {
 
 #[test]
 fn unwritten_frames_for_a_peer_that_goes_down_come_back_as_send_failed() {
-    let mut config = TcpConfig::default();
-    // The receiver takes little and stops reading: the sender's frames pile
-    // up unwritten in its outbox.
-    config.inbox_frames = 2;
-    config.inbox_bytes = 1 << 20;
+    let config = TcpConfig::default();
+    // The receiver never polls, so it reads nothing: the sender's frames
+    // pile up unwritten in its outbox.
     let mut nodes = connect(2, config, roomy());
     let (zero, one) = (nodes[0].rank(), nodes[1].rank());
     let total = 200u64;
@@ -376,8 +374,8 @@ fn unwritten_frames_for_a_peer_that_goes_down_come_back_as_send_failed() {
             .try_send(one, Channel::Action, request(zero, seq, 1 << 20))
             .unwrap();
     }
-    // Only the sender polls: the receiver's readers fill their inboxes and
-    // stop, and TCP flow control stops the sender.
+    // Only the sender polls: the receiver's socket buffers fill, and TCP
+    // flow control stops the sender.
     let mut sender = nodes.remove(0);
     for _ in 0..50 {
         sender.poll();
@@ -497,7 +495,6 @@ fn a_graceful_shutdown_drains_every_peer_after_its_frames() {
 fn back_pressure_is_a_typed_refusal_and_memory_stays_bounded() {
     let mut config = TcpConfig::default();
     config.inbox_frames = 8;
-    config.inbox_bytes = 256 << 10;
     config.write_queue_bytes = 512 << 10;
     let budget = 4 << 20;
     let handle = HandleConfig {
@@ -639,4 +636,88 @@ fn set_up_fails_when_a_lower_rank_refuses_connections() {
         .unwrap_err();
     assert!(matches!(error, TcpError::Connect { .. }), "{error}");
     assert!(std::error::Error::source(&error).is_some());
+}
+
+#[test]
+fn frames_beyond_the_poll_budget_wait_read_and_counted_for_the_next_poll() {
+    let mut nodes = connect(2, TcpConfig::default(), roomy());
+    let (zero, one) = (nodes[0].rank(), nodes[1].rank());
+    pump(&mut nodes, "the peers", |nodes| {
+        nodes.iter().all(|n| !n.events.is_empty())
+    });
+    for node in &mut nodes {
+        node.events.clear();
+    }
+    let total = 20u64;
+    for seq in 0..total {
+        nodes[0]
+            .handle
+            .try_send(one, Channel::Action, request(zero, seq, 100))
+            .unwrap();
+    }
+    let mut sender = nodes.remove(0);
+    let mut receiver = nodes.remove(0);
+    let start = Instant::now();
+    while sender.handle.counts().in_flight > 0 || sender.handle.counts().queued_action > 0 {
+        assert!(start.elapsed() < PATIENCE, "the sender never wrote");
+        sender.poll();
+    }
+    // One frame per poll: the rest waits on the receiving side (read into
+    // its buffer or still in the socket), and what was read is counted.
+    let mut seqs = Vec::new();
+    let mut held = 0;
+    while (seqs.len() as u64) < total {
+        assert!(start.elapsed() < PATIENCE, "frames stopped coming");
+        let mut events = Vec::new();
+        receiver.driver.poll(1, &mut events).unwrap();
+        assert!(events.len() <= 1, "{events:?}");
+        for event in events {
+            if let TransportEvent::Frame { bytes, .. } = event {
+                seqs.push(seq_of(&bytes));
+            }
+        }
+        held = held.max(receiver.driver.counts().retained_bytes);
+    }
+    assert_eq!(seqs, (0..total).collect::<Vec<_>>());
+    assert!(held > 0, "frames read and not yet handed over are counted");
+    assert_eq!(receiver.driver.counts().retained_bytes, 0);
+}
+
+#[test]
+fn a_parked_owner_is_woken_when_its_peer_sends() {
+    let mut nodes = connect(2, TcpConfig::default(), roomy());
+    let (zero, one) = (nodes[0].rank(), nodes[1].rank());
+    pump(&mut nodes, "the peers", |nodes| {
+        nodes.iter().all(|n| !n.events.is_empty())
+    });
+    let mut receiver = nodes.remove(1);
+    receiver.events.clear();
+    let mut sender = nodes.remove(0);
+    let send = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(50));
+        sender
+            .handle
+            .try_send(one, Channel::Control, cancel(zero, 9))
+            .unwrap();
+        sender.poll();
+        sender
+    });
+    // No spin: the owner parks at once, with nothing to read, for far
+    // longer than the test allows; only its watcher can end the wait early.
+    assert!(receiver.handle.wakeup().bind_current());
+    let start = Instant::now();
+    receiver.driver.idle_wait(Duration::ZERO, PATIENCE * 2);
+    assert!(
+        start.elapsed() < PATIENCE,
+        "the watcher never woke the owner"
+    );
+    let sender = send.join().unwrap();
+    let start = Instant::now();
+    while receiver.frames().count() == 0 {
+        assert!(start.elapsed() < PATIENCE, "the frame never came");
+        receiver.poll();
+    }
+    let (from, channel, bytes) = receiver.frames().next().unwrap();
+    assert_eq!((from, channel, seq_of(bytes)), (zero, Channel::Control, 9));
+    drop(sender);
 }

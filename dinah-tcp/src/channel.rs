@@ -1,44 +1,57 @@
-//! One connection: one lane (control or action) to one peer, with its
-//! reader thread, its inbox and its outbox.
+//! One connection: one lane (control or action) to one peer, with the
+//! frames being read from it, its watcher and its outbox.
+//!
+//! The owner thread reads the socket itself, without blocking, inside
+//! `poll`: bytes go into the connection's read buffer, the core
+//! `StreamDecoder` checks them (every length against the negotiated limits
+//! before anything is allocated), and complete frames go straight to the
+//! runtime, with no thread hand-off. A large payload is read straight
+//! into its frame. What one poll's budget does not take stays in the read
+//! buffer for the next poll, and nothing more is read meanwhile, so TCP
+//! flow control slows a peer that sends faster than the runtime takes.
 
 use std::cell::Cell;
-use std::io::{self, Read};
+use std::io;
 use std::net::{Shutdown, TcpStream};
-use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
-use std::thread::{self, JoinHandle};
 
+use dinah_core::Rank;
 use dinah_core::wire::{Channel, DecodeContext, StreamDecoder};
 use dinah_std::transport::{DownReason, IoOp, TransportError, Wakeup};
 
 use crate::config::TcpConfig;
 use crate::error::TcpError;
 use crate::frame::{FrameReader, ReadEvent};
-use crate::inbox::{End, Inbound, Inbox};
+use crate::inbound::{End, Inbound};
 use crate::outbox::Outbox;
-
-/// Stack size of a reader thread: it keeps its buffers on the heap.
-const READER_STACK: usize = 256 << 10;
+use crate::socket;
+use crate::watch::Watcher;
 
 /// The owner's side of one connection.
 #[derive(Debug)]
 pub(crate) struct Connection {
     /// The lane.
     pub(crate) channel: Channel,
-    /// The socket, shared with the reader thread (which only reads).
+    /// The peer.
+    peer: Rank,
+    /// The socket, shared with the watcher thread (which only peeks).
     pub(crate) stream: Arc<TcpStream>,
-    /// Frames from the reader.
-    pub(crate) inbox: Arc<Inbox>,
+    /// Checks and assembles the frames.
+    reader: FrameReader,
+    /// Bytes read off the socket; `buf[at..len]` are not fed yet.
+    buf: Box<[u8]>,
+    at: usize,
+    len: usize,
+    /// Wakes the parked owner when the socket becomes readable.
+    pub(crate) watcher: Watcher,
     /// Frames to write.
     pub(crate) outbox: Outbox,
-    /// The reader thread, until joined.
-    pub(crate) reader: Option<JoinHandle<()>>,
     /// Frames queued on this connection since the start (what the goodbye
     /// announces).
     pub(crate) frames_queued: u64,
     /// The peer's goodbye arrived.
     pub(crate) goodbye_received: bool,
-    /// The reader reported the end of the stream.
+    /// The stream ended (or failed): nothing more is read.
     pub(crate) ended: bool,
     /// This side's goodbye is queued.
     pub(crate) goodbye_queued: bool,
@@ -49,8 +62,8 @@ pub(crate) struct Connection {
 }
 
 impl Connection {
-    /// Starts the reader thread of an established, handshaken connection
-    /// to `peer` on `channel` and returns the owner's side.
+    /// Starts the watcher of an established, handshaken connection to
+    /// `peer` on `channel` and returns the owner's side.
     ///
     /// # Errors
     ///
@@ -64,26 +77,23 @@ impl Connection {
     ) -> Result<Self, TcpError> {
         let peer = ctx.source();
         let configure = |e| TcpError::io(Some(peer), IoOp::Configure, e);
+        // Blocking, for the watcher's `peek`; the owner's own reads and
+        // writes pass `MSG_DONTWAIT` (see `socket.rs`).
         stream.set_nonblocking(false).map_err(configure)?;
         stream.set_read_timeout(None).map_err(configure)?;
         stream.set_write_timeout(None).map_err(configure)?;
         let stream = Arc::new(stream);
-        let inbox = Arc::new(Inbox::new(config.inbox_frames, config.inbox_bytes, wakeup));
-        let reader = {
-            let (stream, inbox) = (Arc::clone(&stream), Arc::clone(&inbox));
-            let buffer = config.read_buffer_bytes;
-            thread::Builder::new()
-                .name(format!("dinah-tcp-{}-{}", peer.get(), ctx.channel()))
-                .stack_size(READER_STACK)
-                .spawn(move || read_loop(&stream, &inbox, ctx, buffer))
-                .map_err(|e| TcpError::io(Some(peer), IoOp::Spawn, e))?
-        };
+        let watcher = Watcher::start(Arc::clone(&stream), peer, ctx.channel(), wakeup)?;
         Ok(Self {
             channel: ctx.channel(),
+            peer,
             stream,
-            inbox,
+            reader: FrameReader::new(StreamDecoder::new(ctx)),
+            buf: vec![0; config.read_buffer_bytes].into_boxed_slice(),
+            at: 0,
+            len: 0,
+            watcher,
             outbox: Outbox::default(),
-            reader: Some(reader),
             frames_queued: 0,
             goodbye_received: false,
             ended: false,
@@ -93,13 +103,127 @@ impl Connection {
         })
     }
 
-    /// Shuts the socket down in both directions (ending the reader's
-    /// blocking read) and closes the inbox (releasing a reader waiting for
-    /// room). Errors are ignored: the socket may already be closed.
+    /// Reads what the socket holds, without blocking, and appends the
+    /// frames and goodbye it completes to `items`: at most `max` of them
+    /// (what is left stays buffered), then the end of the stream if it
+    /// ended or failed. Returns whether anything was read or handed over.
+    pub(crate) fn read(&mut self, max: usize, items: &mut Vec<Inbound>) -> bool {
+        if self.ended || max == 0 {
+            return false;
+        }
+        let taken = Cell::new(0);
+        let mut progress = false;
+        loop {
+            let mut sink = |event: ReadEvent| {
+                items.push(match event {
+                    ReadEvent::Frame(bytes) => Inbound::Frame(bytes),
+                    ReadEvent::Goodbye => Inbound::Goodbye,
+                });
+                taken.set(taken.get() + 1);
+                taken.get() < max
+            };
+            if self.at < self.len {
+                match self.reader.feed(&self.buf[self.at..self.len], &mut sink) {
+                    Ok(used) => {
+                        self.at += used;
+                        progress |= used > 0;
+                    }
+                    Err(error) => return self.end(items, violation(error)),
+                }
+            }
+            if taken.get() >= max {
+                return progress;
+            }
+            self.at = 0;
+            self.len = 0;
+            let read = if self.reader.payload_left() >= self.buf.len() {
+                // Large payloads go straight into their frame.
+                let stream = &self.stream;
+                match self.reader.read_payload_in_place(
+                    |frame, want| socket::recv_onto(stream, frame, want),
+                    &mut sink,
+                ) {
+                    Ok(Ok(read)) => Ok(read),
+                    Ok(Err(error)) => return self.end(items, violation(error)),
+                    Err(error) => Err(error),
+                }
+            } else {
+                socket::recv_nonblocking(&self.stream, &mut self.buf).inspect(|&read| {
+                    self.len = read;
+                })
+            };
+            match read {
+                Ok(0) => {
+                    let end = match self.reader.finish() {
+                        Err(error) => violation(error),
+                        Ok(()) if self.reader.said_goodbye() => End::Clean,
+                        Ok(()) => End::Down {
+                            reason: DownReason::EndOfStream,
+                            error: TransportError::PeerDown {
+                                peer: self.peer,
+                                reason: DownReason::EndOfStream,
+                            },
+                        },
+                    };
+                    return self.end(items, end);
+                }
+                Ok(_) => progress = true,
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => return progress,
+                Err(error) => {
+                    let end = End::Down {
+                        reason: down_reason(&error),
+                        error: TransportError::io(Some(self.peer), IoOp::Read, error),
+                    };
+                    return self.end(items, end);
+                }
+            }
+        }
+    }
+
+    /// The stream ended: nothing more is read, and `end` is handed over.
+    fn end(&mut self, items: &mut Vec<Inbound>, end: End) -> bool {
+        self.ended = true;
+        self.at = 0;
+        self.len = 0;
+        items.push(Inbound::End(end));
+        true
+    }
+
+    /// Would [`read`](Self::read) find something right now (bytes already
+    /// buffered, or the socket readable)? Does not block.
+    pub(crate) fn readable(&self) -> bool {
+        !self.ended && (self.at < self.len || socket::readable(&self.stream))
+    }
+
+    /// Are bytes read off the socket still waiting to be fed?
+    pub(crate) fn buffered(&self) -> bool {
+        !self.ended && self.at < self.len
+    }
+
+    /// Bytes held on the receiving side: read and not yet fed, and the
+    /// frame being assembled.
+    pub(crate) fn retained_bytes(&self) -> u64 {
+        ((self.len - self.at) + self.reader.assembling()) as u64
+    }
+
+    /// Arms the watcher (the owner is about to park), unless the stream
+    /// ended.
+    pub(crate) fn arm(&self) {
+        if !self.ended {
+            self.watcher.arm();
+        }
+    }
+
+    /// Shuts the socket down in both directions (ending the watcher's
+    /// `peek`), stops the watcher and drops what was read and not handed
+    /// over. Errors are ignored: the socket may already be closed.
     pub(crate) fn abort(&mut self) {
-        self.inbox.close();
+        self.watcher.stop();
         let _ = self.stream.shutdown(Shutdown::Both);
         self.write_closed = true;
+        self.ended = true;
+        self.at = 0;
+        self.len = 0;
     }
 }
 
@@ -109,108 +233,6 @@ pub(crate) fn down_reason(error: &io::Error) -> DownReason {
         io::ErrorKind::TimedOut => DownReason::Timeout,
         io::ErrorKind::UnexpectedEof => DownReason::EndOfStream,
         _ => DownReason::Reset,
-    }
-}
-
-/// The reader thread: runs [`read_stream`] and reports how the stream
-/// ended. A panic (a bug) is reported as the peer going down rather than
-/// leaving the owner waiting for a reader that is gone.
-fn read_loop(stream: &TcpStream, inbox: &Inbox, ctx: DecodeContext, buffer: usize) {
-    inbox.bind_reader();
-    let peer = ctx.source();
-    let ended = panic::catch_unwind(AssertUnwindSafe(|| read_stream(stream, inbox, ctx, buffer)));
-    inbox.set_assembling(0);
-    let end = match ended {
-        Ok(Some(end)) => end,
-        // The owner closed the inbox: it no longer listens.
-        Ok(None) => return,
-        Err(_) => End::Down {
-            reason: DownReason::LocalClose,
-            error: TransportError::io(
-                Some(peer),
-                IoOp::Read,
-                io::Error::other("the reader thread panicked"),
-            ),
-        },
-    };
-    inbox.push(Inbound::End(end));
-    inbox.wakeup().wake();
-}
-
-/// Reads the socket, assembles and checks frames, and hands them to the
-/// owner through the inbox (waking it once per read), until the stream
-/// ends or fails (`Some`: how), or the owner closes the inbox (`None`).
-fn read_stream(
-    stream: &TcpStream,
-    inbox: &Inbox,
-    ctx: DecodeContext,
-    buffer: usize,
-) -> Option<End> {
-    let peer = ctx.source();
-    let mut reader = FrameReader::new(StreamDecoder::new(ctx));
-    let mut buf = vec![0u8; buffer];
-    let open = Cell::new(true);
-    // Whether something was handed over since the owner was last woken.
-    let fresh = Cell::new(false);
-    let mut sink = |event: ReadEvent| {
-        let pushed = inbox.push(match event {
-            ReadEvent::Frame(bytes) => Inbound::Frame(bytes),
-            ReadEvent::Goodbye => Inbound::Goodbye,
-        });
-        open.set(open.get() && pushed);
-        fresh.set(true);
-        pushed
-    };
-    loop {
-        // Large payloads go straight into their frame.
-        let read = if reader.payload_left() >= buffer {
-            match reader.read_payload_in_place(stream, &mut sink) {
-                Ok(Ok(read)) => Ok(read),
-                Ok(Err(error)) => return Some(violation(error)),
-                Err(error) => Err(error),
-            }
-        } else {
-            match (&*stream).read(&mut buf) {
-                Ok(read) => match reader.feed(&buf[..read], &mut sink) {
-                    Ok(()) => Ok(read),
-                    Err(error) => return Some(violation(error)),
-                },
-                Err(error) => Err(error),
-            }
-        };
-        if !open.get() {
-            return None;
-        }
-        inbox.set_assembling(reader.assembling() as u64);
-        // One wake per read that completed something, not per read: a
-        // large frame arriving in many reads wakes the owner once.
-        if fresh.replace(false) {
-            inbox.wakeup().wake();
-        }
-        match read {
-            Ok(0) => {
-                return Some(match reader.finish() {
-                    Err(error) => violation(error),
-                    Ok(()) if reader.said_goodbye() => End::Clean,
-                    Ok(()) => End::Down {
-                        reason: DownReason::EndOfStream,
-                        error: TransportError::PeerDown {
-                            peer,
-                            reason: DownReason::EndOfStream,
-                        },
-                    },
-                });
-            }
-            Ok(_) => {}
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-            Err(error) => {
-                let reason = down_reason(&error);
-                return Some(End::Down {
-                    reason,
-                    error: TransportError::io(Some(peer), IoOp::Read, error),
-                });
-            }
-        }
     }
 }
 

@@ -43,14 +43,11 @@ pub struct TcpConfig {
     /// is dropped (default 5 s). A silent or slow stranger never holds up
     /// the others: each is dropped on its own timer.
     pub hello_timeout: Duration,
-    /// Frames a connection's reader may hold before the owner thread takes
-    /// them (default 1024). A reader that is full stops reading, and TCP
-    /// flow control then slows the peer down.
+    /// Frames this rank sent to itself that may wait to be handed over
+    /// (default 1024); the next one waits in the handle. (Frames from
+    /// peers are read only as fast as the owner hands them over, so TCP
+    /// flow control bounds them: see `read_buffer_bytes`.)
     pub inbox_frames: usize,
-    /// Bytes a connection's reader may hold before the owner thread takes
-    /// them (default 4 MiB); one frame is always admitted into an empty
-    /// inbox, whatever its size.
-    pub inbox_bytes: u64,
     /// Frames taken from the handle for one connection and not yet written
     /// (default 1024). When a connection is this far behind, its lane's
     /// next frame waits in the handle.
@@ -84,7 +81,6 @@ impl TcpConfig {
         setup_timeout: Duration::from_secs(30),
         hello_timeout: Duration::from_secs(5),
         inbox_frames: 1024,
-        inbox_bytes: 4 << 20,
         write_queue_frames: 1024,
         write_queue_bytes: 4 << 20,
         write_batch_bytes: 256 << 10,
@@ -107,7 +103,6 @@ impl TcpConfig {
             (ConfigField::SetupTimeout, self.setup_timeout.is_zero()),
             (ConfigField::HelloTimeout, self.hello_timeout.is_zero()),
             (ConfigField::InboxFrames, self.inbox_frames == 0),
-            (ConfigField::InboxBytes, self.inbox_bytes == 0),
             (ConfigField::WriteQueueFrames, self.write_queue_frames == 0),
             (ConfigField::WriteQueueBytes, self.write_queue_bytes == 0),
             (ConfigField::WriteBatchBytes, self.write_batch_bytes == 0),
@@ -150,8 +145,6 @@ pub enum ConfigField {
     HelloTimeout,
     /// [`TcpConfig::inbox_frames`].
     InboxFrames,
-    /// [`TcpConfig::inbox_bytes`].
-    InboxBytes,
     /// [`TcpConfig::write_queue_frames`].
     WriteQueueFrames,
     /// [`TcpConfig::write_queue_bytes`].
@@ -175,7 +168,6 @@ impl fmt::Display for ConfigField {
             Self::SetupTimeout => "setup_timeout",
             Self::HelloTimeout => "hello_timeout",
             Self::InboxFrames => "inbox_frames",
-            Self::InboxBytes => "inbox_bytes",
             Self::WriteQueueFrames => "write_queue_frames",
             Self::WriteQueueBytes => "write_queue_bytes",
             Self::WriteBatchBytes => "write_batch_bytes",

@@ -15,13 +15,14 @@ use dinah_std::transport::{
 use crate::channel::Connection;
 use crate::config::TcpConfig;
 use crate::error::TcpError;
+use crate::inbound::Inbound;
 use crate::setup::Established;
 
 mod io;
 
 use io::Out;
 
-/// How long dropping a driver that was not closed waits for its reader
+/// How long dropping a driver that was not closed waits for its watcher
 /// threads.
 const DROP_JOIN: Duration = Duration::from_millis(50);
 
@@ -58,17 +59,17 @@ enum Stage {
 
 /// The driver of a TCP transport, polled by the runtime's owner thread.
 ///
-/// Reading is done by one thread per connection (two per peer): it blocks
-/// in `read`, checks and assembles frames, and hands them over through a
-/// bounded inbox, waking the owner. Writing is done here, on the owner
-/// thread, without blocking: each [`poll`](TransportDriver::poll) takes the
-/// handle's frames (control lane first), queues them per connection, and
-/// writes as many as the sockets take, gathering up to 64 frames per
-/// `sendmsg`. See the [crate documentation](crate) for the design and
-/// its measurements.
+/// Reading and writing are both done here, on the owner thread, without
+/// blocking: each [`poll`](TransportDriver::poll) takes the handle's
+/// frames (control lane first), queues them per connection, writes as many
+/// as the sockets take (gathering up to 64 frames per `sendmsg`), then
+/// reads the sockets and hands over the frames they complete. While the
+/// owner is idle, one watcher thread per connection (two per peer) waits
+/// for its socket to become readable and wakes it. See the
+/// [crate documentation](crate) for the design and its measurements.
 ///
 /// Dropping the driver closes it as [`close`](TransportDriver::close) does,
-/// waiting at most 50 ms for its reader threads.
+/// waiting at most 50 ms for its watcher threads.
 pub struct TcpDriver {
     handle: TransportHandle,
     me: Rank,
@@ -83,6 +84,9 @@ pub struct TcpDriver {
     loopback: [VecDeque<Vec<u8>>; 2],
     /// Per lane: the peer to read from first in the next poll.
     cursor: [usize; 2],
+    /// Scratch for the items one connection's read yields (kept to reuse
+    /// its allocation).
+    items: Vec<Inbound>,
     stage: Stage,
     frames_received: u64,
     bytes_received: u64,
@@ -101,7 +105,7 @@ pub struct TcpDriver {
 const FIRST_BLOCKED_PAUSE: Duration = Duration::from_micros(5);
 
 impl TcpDriver {
-    /// Starts the reader threads of `established`'s connections.
+    /// Starts the watcher threads of `established`'s connections.
     pub(crate) fn start(
         handle: TransportHandle,
         established: Established,
@@ -129,7 +133,7 @@ impl TcpDriver {
                 )
             };
             // On failure the connections started so far are dropped: their
-            // sockets close and their readers end.
+            // sockets close, which ends their watchers.
             let lanes = [
                 start(control, Channel::Control)?,
                 start(action, Channel::Action)?,
@@ -151,6 +155,7 @@ impl TcpDriver {
             stash: [None, None],
             loopback: [VecDeque::new(), VecDeque::new()],
             cursor: [0, 0],
+            items: Vec::new(),
             stage: Stage::Running,
             frames_received: 0,
             bytes_received: 0,
@@ -194,8 +199,7 @@ impl TcpDriver {
             bytes_received: self.bytes_received,
             ..DriverCounts::default()
         };
-        // A down peer's inbox is emptied and closed; what its reader may
-        // still hold is freed when that thread ends.
+        // A down peer's connections dropped what they had read.
         for peer in self
             .peers
             .iter()
@@ -207,7 +211,7 @@ impl TcpDriver {
             for conn in &peer.lanes {
                 let (frames, bytes) = conn.outbox.own();
                 counts.in_flight_frames += frames;
-                counts.retained_bytes += bytes + conn.inbox.retained_bytes();
+                counts.retained_bytes += bytes + conn.retained_bytes();
             }
         }
         counts.retained_bytes += self
@@ -219,19 +223,20 @@ impl TcpDriver {
         counts
     }
 
-    /// Joins the reader threads, waiting at most until `deadline`; the
-    /// ones still running are left to end on their own (their sockets are
-    /// shut down).
-    fn join_readers(&mut self, deadline: Instant) {
+    /// Joins the watcher threads, waiting at most until `deadline`; the
+    /// ones still running are left to end on their own (they are stopped
+    /// and their sockets are shut down).
+    fn join_watchers(&mut self, deadline: Instant) {
         loop {
             let mut running = false;
             for conn in self.peers.iter_mut().flat_map(|peer| peer.lanes.iter_mut()) {
-                match conn.reader.take() {
-                    Some(reader) if reader.is_finished() => {
-                        let _ = reader.join();
+                let thread = conn.watcher.thread();
+                match thread.take() {
+                    Some(watcher) if watcher.is_finished() => {
+                        let _ = watcher.join();
                     }
-                    Some(reader) => {
-                        conn.reader = Some(reader);
+                    Some(watcher) => {
+                        *thread = Some(watcher);
                         running = true;
                     }
                     None => {}
@@ -252,9 +257,10 @@ impl TransportDriver for TcpDriver {
     /// frames, control lane first (a frame for a down peer becomes
     /// `SendFailed`); after [`begin_shutdown`](Self::begin_shutdown), once
     /// the handle is empty, queue the goodbyes; write what the sockets take;
-    /// then hand over what the readers delivered, all control-lane items
-    /// before action-lane ones, one per peer in turn. At most `budget`
-    /// events are appended; what does not fit waits for the next poll.
+    /// then read the sockets and hand over the frames they complete,
+    /// control lane before action lane, the peers taking turns. At most
+    /// `budget` events are appended; what does not fit waits for the next
+    /// poll (frames already read stay in their connection's buffer).
     ///
     /// # Errors
     ///
@@ -280,19 +286,32 @@ impl TransportDriver for TcpDriver {
         Ok(progress)
     }
 
-    /// Waits on the handle's wakeup, which every reader triggers when it
-    /// delivers something and every `try_send` triggers. While a socket's
-    /// buffer is full, nothing wakes the owner when it drains, so it waits
-    /// briefly (yielding its core) and retries: 5 µs first, doubling while
-    /// no write goes through, at most
+    /// Waits until something may be there to poll, for at most `timeout`.
+    ///
+    /// First, for up to `spin`, the owner looks at the sockets itself
+    /// (a non-blocking `peek` on each live connection, yielding its core
+    /// between looks) and at the handle's wakeup, which every `try_send`
+    /// and worker completion triggers; an arrival caught here costs no
+    /// thread wake-up at all. Then it arms every connection's watcher and
+    /// parks on the wakeup until a watcher, a sender or the timeout ends
+    /// the wait. Bytes already read and not yet handed over end the wait
+    /// at once.
+    ///
+    /// While a socket's buffer is full, nothing wakes the owner when it
+    /// drains, so it waits briefly (yielding its core) and retries: 5 µs
+    /// first, doubling while no write goes through, at most
     /// [`blocked_write_retry`](TcpConfig::blocked_write_retry).
     fn idle_wait(&mut self, spin: Duration, timeout: Duration) {
-        let blocked = self
-            .peers
-            .iter()
-            .filter(|peer| peer.state != PeerState::Down)
-            .flat_map(|peer| &peer.lanes)
-            .any(|conn| conn.blocked && !conn.outbox.is_empty());
+        let live = || {
+            self.peers
+                .iter()
+                .filter(|peer| peer.state != PeerState::Down)
+                .flat_map(|peer| &peer.lanes)
+        };
+        if live().any(Connection::buffered) {
+            return;
+        }
+        let blocked = live().any(|conn| conn.blocked && !conn.outbox.is_empty());
         if blocked {
             // Nothing wakes the owner when a socket drains: wait briefly,
             // yielding the core to the threads that drain it, then retry;
@@ -301,10 +320,32 @@ impl TransportDriver for TcpDriver {
                 .min(self.blocked_pause)
                 .min(self.config.blocked_write_retry);
             self.blocked_pause = (self.blocked_pause * 2).min(self.config.blocked_write_retry);
+            for conn in live() {
+                conn.arm();
+            }
             self.handle.wakeup().wait(pause, pause);
             return;
         }
-        self.handle.wakeup().wait(spin.min(timeout), timeout);
+        let wakeup = self.handle.wakeup();
+        let start = Instant::now();
+        let spin = spin.min(timeout);
+        loop {
+            if wakeup.take() || live().any(Connection::readable) {
+                return;
+            }
+            if start.elapsed() >= spin {
+                break;
+            }
+            // Yield rather than spin on the core: a worker running a
+            // handler, or the peer's owner, may need it.
+            thread::yield_now();
+        }
+        // An arrival after the last look is not missed: an armed watcher's
+        // `peek` returns at once when data is already there.
+        for conn in live() {
+            conn.arm();
+        }
+        wakeup.wait(Duration::ZERO, timeout.saturating_sub(start.elapsed()));
     }
 
     fn handle(&self) -> &TransportHandle {
@@ -342,7 +383,7 @@ impl TransportDriver for TcpDriver {
                 PeerState::Drained => peer
                     .lanes
                     .iter()
-                    .all(|conn| conn.write_closed && conn.inbox.retained_bytes() == 0),
+                    .all(|conn| conn.write_closed && conn.retained_bytes() == 0),
             })
     }
 
@@ -361,7 +402,7 @@ impl TransportDriver for TcpDriver {
 
     /// Closes the transport without waiting on peers: closes the handle
     /// and discards its queued frames, fails the unwritten ones on the
-    /// handle, shuts every socket down (ending the readers' reads), and
+    /// handle, shuts every socket down (ending the watchers' waits), and
     /// joins the reader threads until `deadline` at the latest. Later
     /// polls fail with [`TransportError::Closed`].
     ///
@@ -389,7 +430,6 @@ impl TransportDriver for TcpDriver {
         }
         for conn in self.peers.iter_mut().flat_map(|peer| peer.lanes.iter_mut()) {
             conn.abort();
-            while conn.inbox.pop().is_some() {}
             for pending in conn.outbox.take_all() {
                 if pending.from_handle {
                     self.handle.complete_send(pending.bytes.len(), false);
@@ -401,7 +441,7 @@ impl TransportDriver for TcpDriver {
         self.loopback.iter_mut().for_each(VecDeque::clear);
         self.owed.clear();
         self.closed = Some(left);
-        self.join_readers(deadline);
+        self.join_watchers(deadline);
         left
     }
 }

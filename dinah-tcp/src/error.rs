@@ -392,7 +392,7 @@ mod tests {
         let addr: SocketAddr = "127.0.0.1:9".parse().unwrap();
         let errors = [
             TcpError::InvalidConfig {
-                field: ConfigField::InboxBytes,
+                field: ConfigField::InboxFrames,
             },
             TcpError::io(
                 Some(a),

@@ -104,12 +104,17 @@
 //!   with a hello each way, checked for run, world, limits, registry
 //!   fingerprint, rank and channel; strangers that fail are dropped and
 //!   listed by [`TcpDriver::rejected`], never stalling the others.
-//! - **Reading**: one thread per connection blocks in `read`, checks the
-//!   stream with the core's `StreamDecoder` (every length against the
-//!   negotiated limits before anything is allocated), assembles frames and
-//!   hands them over through a bounded inbox, waking the owner thread. A
-//!   full inbox stops the reader, and TCP flow control then slows the
-//!   peer. Large payloads are read straight into their frame.
+//! - **Reading**: done by the owner thread inside `poll`, without
+//!   blocking and without a thread hand-off: it reads each socket
+//!   (`recv` with `MSG_DONTWAIT`), checks the stream with the core's
+//!   `StreamDecoder` (every length against the negotiated limits before
+//!   anything is allocated) and hands complete frames to the runtime, as
+//!   many as the poll's budget takes; the rest waits in the connection's
+//!   read buffer and nothing more is read, so TCP flow control slows the
+//!   peer. Large payloads are read straight into their frame. While the
+//!   owner is idle it first looks at the sockets itself for a short spin,
+//!   then parks, and one watcher thread per connection, blocked in
+//!   `peek`, wakes it when its socket becomes readable.
 //! - **Writing**: done by the owner thread inside `poll`, without
 //!   blocking and without a thread hand-off: it takes the handle's frames
 //!   (control first) and writes them with vectored `sendmsg` calls of up
@@ -145,7 +150,7 @@ mod env;
 mod error;
 mod frame;
 mod handshake;
-mod inbox;
+mod inbound;
 mod launch_error;
 pub mod launcher;
 mod membership;
@@ -153,6 +158,7 @@ mod outbox;
 mod setup;
 mod socket;
 mod transport;
+mod watch;
 
 pub use config::{ConfigField, TcpConfig};
 pub use driver::TcpDriver;

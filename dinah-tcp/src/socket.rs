@@ -1,15 +1,16 @@
-//! Socket set-up and the one non-blocking write the owner thread does.
+//! Socket set-up and the non-blocking reads and writes of the owner thread.
 //!
 //! Each connection's socket stays in blocking mode for its whole life: its
-//! reader thread blocks in `read`. The owner thread writes to the same
-//! socket without blocking by passing `MSG_DONTWAIT` to `sendmsg` on each
-//! call. (`O_NONBLOCK` cannot be used: it belongs to the open file, which
-//! the reader shares, and would make the reader's reads non-blocking too.)
-//! `MSG_NOSIGNAL` turns a write to a closed connection into an
-//! `EPIPE` error instead of a `SIGPIPE` that would kill a process that
-//! did not ignore it.
+//! watcher thread blocks in `peek` while the owner is idle (see
+//! `watch.rs`). The owner thread reads and writes the same socket without
+//! blocking by passing `MSG_DONTWAIT` on each call. (`O_NONBLOCK` cannot
+//! be used: it belongs to the open file, which the watcher shares, and
+//! would make the watcher's wait non-blocking too.) `MSG_NOSIGNAL` turns a
+//! write to a closed connection into an `EPIPE` error instead of a
+//! `SIGPIPE` that would kill a process that did not ignore it.
 
 use std::io::{self, IoSlice};
+use std::mem::MaybeUninit;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::Duration;
 
@@ -26,6 +27,9 @@ const MSG_DONTWAIT: core::ffi::c_int = 0x40;
 
 /// `MSG_NOSIGNAL` on Linux: no `SIGPIPE` on a broken connection.
 const MSG_NOSIGNAL: core::ffi::c_int = 0x4000;
+
+/// `MSG_PEEK` on Linux: look at the data without taking it.
+const MSG_PEEK: core::ffi::c_int = 0x2;
 
 /// Binds a listener on `addr` (the standard library sets `SO_REUSEADDR`
 /// on Unix, so a restarted run can reuse a port in `TIME_WAIT`).
@@ -58,6 +62,63 @@ pub(crate) fn configure(stream: &TcpStream, keepalive: Option<Duration>) -> io::
 pub(crate) fn send_nonblocking(stream: &TcpStream, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
     loop {
         match SockRef::from(stream).send_vectored_with_flags(bufs, MSG_DONTWAIT | MSG_NOSIGNAL) {
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            other => return other,
+        }
+    }
+}
+
+/// Reads what the socket holds right now into `buf`, without blocking.
+/// `Ok(0)` is the end of the stream.
+///
+/// # Errors
+///
+/// `WouldBlock` when nothing is there, or the connection's error.
+pub(crate) fn recv_nonblocking(stream: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: `MaybeUninit<u8>` has the layout of `u8`, and `recv` only
+    // ever writes initialised bytes into the slice (it never de-initialises
+    // one), so `buf` holds initialised bytes afterwards as before.
+    let uninit = unsafe { &mut *(std::ptr::from_mut::<[u8]>(buf) as *mut [MaybeUninit<u8>]) };
+    recv_uninit(stream, uninit, MSG_DONTWAIT)
+}
+
+/// Reads up to `max` bytes that the socket holds right now onto the end
+/// of `frame`, into its spare capacity (reserved by the caller), without
+/// blocking and without zero-filling it first. Returns the bytes read;
+/// `Ok(0)` is the end of the stream (or `max` was 0).
+///
+/// # Errors
+///
+/// `WouldBlock` when nothing is there, or the connection's error.
+pub(crate) fn recv_onto(stream: &TcpStream, frame: &mut Vec<u8>, max: usize) -> io::Result<usize> {
+    let spare = frame.spare_capacity_mut();
+    let limit = max.min(spare.len());
+    let read = recv_uninit(stream, &mut spare[..limit], MSG_DONTWAIT)?;
+    let len = frame.len() + read;
+    // SAFETY: `recv` initialised the first `read` bytes of the spare
+    // capacity (it reports at most the `limit` bytes it was given), so
+    // the first `len` bytes of `frame` are initialised.
+    unsafe { frame.set_len(len) };
+    Ok(read)
+}
+
+/// Is there something to read (data, the end of the stream, or an error)
+/// right now? Does not take anything and does not block.
+pub(crate) fn readable(stream: &TcpStream) -> bool {
+    let mut byte = [MaybeUninit::uninit()];
+    match recv_uninit(stream, &mut byte, MSG_DONTWAIT | MSG_PEEK) {
+        Ok(_) => true,
+        Err(error) => error.kind() != io::ErrorKind::WouldBlock,
+    }
+}
+
+fn recv_uninit(
+    stream: &TcpStream,
+    buf: &mut [MaybeUninit<u8>],
+    flags: core::ffi::c_int,
+) -> io::Result<usize> {
+    loop {
+        match SockRef::from(stream).recv_with_flags(buf, flags) {
             Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
             other => return other,
         }
@@ -125,5 +186,41 @@ mod tests {
             ),
             "{error:?}"
         );
+    }
+
+    #[test]
+    fn reads_take_what_is_there_and_never_block() {
+        let (client, server) = pair();
+        let mut buf = [0u8; 16];
+        assert!(!readable(&client));
+        let error = recv_nonblocking(&client, &mut buf).unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::WouldBlock);
+        std::io::Write::write_all(&mut &server, b"hello").unwrap();
+        while !readable(&client) {
+            std::thread::yield_now();
+        }
+        // Peeking took nothing.
+        assert_eq!(recv_nonblocking(&client, &mut buf).unwrap(), 5);
+        assert_eq!(&buf[..5], b"hello");
+        std::io::Write::write_all(&mut &server, b"0123456789").unwrap();
+        let mut frame = Vec::with_capacity(8);
+        frame.extend_from_slice(b"ab");
+        while !readable(&client) {
+            std::thread::yield_now();
+        }
+        // At most `max` bytes, and never past the reserved capacity.
+        assert_eq!(recv_onto(&client, &mut frame, 4).unwrap(), 4);
+        assert_eq!(frame, b"ab0123");
+        assert_eq!(recv_onto(&client, &mut frame, 100).unwrap(), 2);
+        assert_eq!(frame, b"ab012345");
+        frame.reserve(10);
+        assert_eq!(recv_onto(&client, &mut frame, 100).unwrap(), 4);
+        assert_eq!(frame, b"ab0123456789");
+        // The end of the stream reads as 0 and counts as readable.
+        drop(server);
+        while !readable(&client) {
+            std::thread::yield_now();
+        }
+        assert_eq!(recv_nonblocking(&client, &mut buf).unwrap(), 0);
     }
 }

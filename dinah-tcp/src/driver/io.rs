@@ -1,6 +1,5 @@
 //! The driver's work inside one poll: taking frames from the handle,
-//! writing them, handing over what the readers delivered, and giving up
-//! on peers.
+//! writing them, reading the sockets, and giving up on peers.
 
 use std::net::Shutdown;
 
@@ -11,7 +10,7 @@ use dinah_std::transport::{
 
 use super::{PeerState, Stage, TcpDriver};
 use crate::channel::down_reason;
-use crate::inbox::{End, Inbound};
+use crate::inbound::{End, Inbound};
 
 /// The events of one poll and the budget left.
 pub(super) struct Out<'a> {
@@ -184,11 +183,14 @@ impl TcpDriver {
         progress
     }
 
-    /// Hands over what the readers delivered, control lane first, one item
-    /// per peer in turn.
+    /// Reads the sockets and hands over what they complete, control lane
+    /// first. Within a lane the peers take turns, starting from a peer
+    /// that rotates every poll; each reads what its socket holds until the
+    /// budget is spent (the rest stays buffered for the next poll).
     pub(super) fn receive(&mut self, out: &mut Out<'_>) -> bool {
         let mut progress = false;
         let n = self.peers.len();
+        let mut items = std::mem::take(&mut self.items);
         for lane in Channel::ALL {
             let l = lane.index();
             while !out.full() {
@@ -208,28 +210,21 @@ impl TcpDriver {
             }
             let start = self.cursor[l] % n;
             self.cursor[l] = (start + 1) % n;
-            'passes: loop {
-                let mut took = false;
-                for offset in 0..n {
-                    if out.full() {
-                        break 'passes;
-                    }
-                    let index = (start + offset) % n;
-                    if self.peers[index].state == PeerState::Down {
-                        continue;
-                    }
-                    let Some(item) = self.peers[index].lanes[l].inbox.pop() else {
-                        continue;
-                    };
-                    took = true;
-                    progress = true;
-                    self.accept(index, lane, item, out);
-                }
-                if !took {
+            for offset in 0..n {
+                if out.full() {
                     break;
+                }
+                let index = (start + offset) % n;
+                if self.peers[index].state == PeerState::Down {
+                    continue;
+                }
+                progress |= self.peers[index].lanes[l].read(out.left, &mut items);
+                for item in items.drain(..) {
+                    self.accept(index, lane, item, out);
                 }
             }
         }
+        self.items = items;
         progress
     }
 
@@ -238,7 +233,7 @@ impl TcpDriver {
         self.bytes_received += len as u64;
     }
 
-    /// Acts on one item a reader delivered.
+    /// Acts on one item read off a connection.
     pub(super) fn accept(&mut self, index: usize, lane: Channel, item: Inbound, out: &mut Out<'_>) {
         let peer = &mut self.peers[index];
         let rank = peer.rank;
@@ -286,7 +281,6 @@ impl TcpDriver {
         self.handle.mark_down(rank, reason);
         for conn in &mut peer.lanes {
             conn.abort();
-            while conn.inbox.pop().is_some() {}
             for pending in conn.outbox.take_all() {
                 if pending.from_handle {
                     self.handle.complete_send(pending.bytes.len(), false);
