@@ -403,7 +403,7 @@ impl TransportDriver for TcpDriver {
     /// Closes the transport without waiting on peers: closes the handle
     /// and discards its queued frames, fails the unwritten ones on the
     /// handle, shuts every socket down (ending the watchers' waits), and
-    /// joins the reader threads until `deadline` at the latest. Later
+    /// joins the watcher threads until `deadline` at the latest. Later
     /// polls fail with [`TransportError::Closed`].
     ///
     /// Returns (and [`counts`](Self::counts) reports from now on) what was

@@ -136,7 +136,8 @@
 //! # Platform
 //!
 //! Linux (and Android): the owner writes with `MSG_DONTWAIT |
-//! MSG_NOSIGNAL` on sockets whose reader threads block.
+//! MSG_NOSIGNAL` and reads with `MSG_DONTWAIT` on sockets left in
+//! blocking mode for the watcher threads' `peek`.
 //!
 //! [`TransportHandle`]: dinah_std::transport::TransportHandle
 //! [`TransportDriver`]: dinah_std::transport::TransportDriver
