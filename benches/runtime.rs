@@ -301,7 +301,11 @@ fn allocations_per_action() {
     ] {
         for in_flight in [1u64, 256] {
             let mut pair = Pair::new(inline);
-            pair.run(1024, in_flight);
+            // Steady state of a long-lived runtime: the serving rank's
+            // dedup table full (entries live for the 60 s TTL), so every
+            // new request evicts the oldest finished one.
+            let table = limits().max_dedup_entries as u64;
+            pair.run(2 * table, in_flight);
             let calls = 4096;
             let before = ALLOCATIONS.load(Ordering::Relaxed);
             pair.run(calls, in_flight);

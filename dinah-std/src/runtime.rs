@@ -45,6 +45,7 @@ mod inbound;
 mod progress;
 mod registry;
 mod remote_future;
+mod response_buffers;
 mod scope;
 mod shared;
 mod shutdown;

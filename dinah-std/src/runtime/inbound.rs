@@ -13,6 +13,7 @@ use dinah_core::{
 use super::RuntimeClient;
 use super::frames;
 use super::registry::ActionContext;
+use super::response_buffers::ResponseBuffers;
 use super::shared::{JobFailure, JobKey, JobOutput, Shared};
 use crate::action::SegmentReader;
 use crate::domain::{Completion, JobCanceller, JobContext, TrySubmitError};
@@ -30,6 +31,8 @@ pub(crate) struct Receiver {
     dedup: DedupTable<Box<[DedupSlot]>>,
     /// Retained responses, by dedup slot.
     cache: Box<[Option<Vec<u8>>]>,
+    /// Buffers of dropped responses, reused for the next copies.
+    buffers: ResponseBuffers,
     /// Running jobs, by dedup slot: who asked, and how to cancel.
     running: Box<[Option<(DedupKey, JobCanceller)>]>,
     /// Responses waiting for room in the transport's action lane.
@@ -63,6 +66,7 @@ impl Receiver {
         Self {
             dedup,
             cache: (0..entries).map(|_| None).collect(),
+            buffers: ResponseBuffers::new(shared.limits.max_action_queue as usize),
             running: (0..entries).map(|_| None).collect(),
             outbox: VecDeque::with_capacity(outbox_capacity.min(1 << 16)),
             outbox_capacity,
@@ -100,7 +104,7 @@ impl Receiver {
                         // Every entry is running: a true concurrency limit.
                         return Err(Refusal::Full);
                     };
-                    self.cache[evicted.slot] = None;
+                    self.forget_response(evicted.slot);
                     let mark = &mut self.evicted_upto[evicted.key.origin.index()];
                     *mark = (*mark).max(evicted.key.id.get());
                     self.pressure_evictions += 1;
@@ -460,7 +464,15 @@ impl Receiver {
         if let Ok(DedupCompletion::Retained { slot, .. }) =
             self.dedup.complete(key, now, frame.len() as u64)
         {
-            self.cache[slot] = Some(frame.to_vec());
+            self.cache[slot] = Some(self.buffers.copy(frame));
+        }
+    }
+
+    /// Drops the response retained in dedup slot `slot`, handing its
+    /// buffer back for the next copy.
+    fn forget_response(&mut self, slot: usize) {
+        if let Some(buffer) = self.cache[slot].take() {
+            self.buffers.recycle(buffer);
         }
     }
 
@@ -547,7 +559,7 @@ impl Receiver {
             let Some(expired) = self.dedup.pop_expired(now) else {
                 break;
             };
-            self.cache[expired.slot] = None;
+            self.forget_response(expired.slot);
             count += 1;
         }
         count
@@ -558,6 +570,7 @@ impl Receiver {
     pub(crate) fn clear(&mut self) {
         self.dedup.clear();
         self.cache.iter_mut().for_each(|c| *c = None);
+        self.buffers.clear();
     }
 
     /// Requests cancellation of every running remote job (shutdown).
