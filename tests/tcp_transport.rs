@@ -638,25 +638,31 @@ fn set_up_fails_when_a_lower_rank_refuses_connections() {
     assert!(std::error::Error::source(&error).is_some());
 }
 
-#[test]
-fn frames_beyond_the_poll_budget_wait_read_and_counted_for_the_next_poll() {
+/// Ranks 0 and 1 of a world of two, each past its `PeerUp` (events
+/// cleared).
+fn settled_pair() -> (Node, Node) {
     let mut nodes = connect(2, TcpConfig::default(), roomy());
-    let (zero, one) = (nodes[0].rank(), nodes[1].rank());
     pump(&mut nodes, "the peers", |nodes| {
         nodes.iter().all(|n| !n.events.is_empty())
     });
-    for node in &mut nodes {
-        node.events.clear();
-    }
+    let mut one = nodes.pop().unwrap();
+    let mut zero = nodes.pop().unwrap();
+    zero.events.clear();
+    one.events.clear();
+    (zero, one)
+}
+
+#[test]
+fn frames_beyond_the_poll_budget_wait_read_and_counted_for_the_next_poll() {
+    let (mut sender, mut receiver) = settled_pair();
+    let (zero, one) = (sender.rank(), receiver.rank());
     let total = 20u64;
     for seq in 0..total {
-        nodes[0]
+        sender
             .handle
             .try_send(one, Channel::Action, request(zero, seq, 100))
             .unwrap();
     }
-    let mut sender = nodes.remove(0);
-    let mut receiver = nodes.remove(0);
     let start = Instant::now();
     while sender.handle.counts().in_flight > 0 || sender.handle.counts().queued_action > 0 {
         assert!(start.elapsed() < PATIENCE, "the sender never wrote");
@@ -685,14 +691,8 @@ fn frames_beyond_the_poll_budget_wait_read_and_counted_for_the_next_poll() {
 
 #[test]
 fn a_parked_owner_is_woken_when_its_peer_sends() {
-    let mut nodes = connect(2, TcpConfig::default(), roomy());
-    let (zero, one) = (nodes[0].rank(), nodes[1].rank());
-    pump(&mut nodes, "the peers", |nodes| {
-        nodes.iter().all(|n| !n.events.is_empty())
-    });
-    let mut receiver = nodes.remove(1);
-    receiver.events.clear();
-    let mut sender = nodes.remove(0);
+    let (mut sender, mut receiver) = settled_pair();
+    let (zero, one) = (sender.rank(), receiver.rank());
     let send = thread::spawn(move || {
         thread::sleep(Duration::from_millis(50));
         sender
