@@ -227,6 +227,17 @@ impl Connection {
     }
 }
 
+impl Drop for Connection {
+    /// Stops the watcher and shuts the socket down, so the watcher thread
+    /// (which shares the socket) ends even when the connection is dropped
+    /// without [`abort`](Self::abort), for instance when starting the
+    /// other connections of a driver failed.
+    fn drop(&mut self) {
+        self.watcher.stop();
+        let _ = self.stream.shutdown(Shutdown::Both);
+    }
+}
+
 /// What a failed read means for the peer.
 pub(crate) fn down_reason(error: &io::Error) -> DownReason {
     match error.kind() {
@@ -243,5 +254,47 @@ fn violation(error: TcpError) -> End {
     End::Down {
         reason: DownReason::ProtocolViolation,
         error: error.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::{Ipv4Addr, TcpListener};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use dinah_core::{ProtocolLimits, WorldSize};
+
+    use super::*;
+
+    #[test]
+    fn dropping_a_connection_ends_its_watcher_even_while_armed() {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (server, _) = listener.accept().unwrap();
+        let world = WorldSize::new(2).unwrap();
+        let ctx = DecodeContext::new(
+            Channel::Action,
+            world.rank(1).unwrap(),
+            world,
+            ProtocolLimits::DEFAULT,
+        )
+        .unwrap();
+        let conn = Connection::start(client, ctx, &TcpConfig::default(), Wakeup::new()).unwrap();
+        // Armed on a quiet socket: the watcher blocks in `peek`.
+        conn.arm();
+        std::thread::sleep(Duration::from_millis(10));
+        let socket = Arc::downgrade(&conn.stream);
+        drop(conn);
+        // The watcher's share of the socket goes away once its thread ends.
+        let start = Instant::now();
+        while socket.upgrade().is_some() {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "the watcher thread never ended"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        drop(server);
     }
 }
