@@ -233,8 +233,7 @@ impl Drop for Connection {
     /// without [`abort`](Self::abort), for instance when starting the
     /// other connections of a driver failed.
     fn drop(&mut self) {
-        self.watcher.stop();
-        let _ = self.stream.shutdown(Shutdown::Both);
+        self.abort();
     }
 }
 
