@@ -1,6 +1,7 @@
 //! MPI-specific transport tests, beyond the conformance suite: the driver
 //! alone (frames of every size, request and buffer reuse, counts back to
-//! zero, the control lane passing a saturated action lane), a clean
+//! zero, small frames sent in batches and handed out one per poll, the
+//! control lane passing a saturated action lane), a clean
 //! runtime shutdown with an all-zero report, incompatible and late ranks
 //! at bootstrap (a typed error on every rank, never a hang), deadlines and
 //! cancellations that overtake their requests, and, last, a rank that
@@ -50,6 +51,10 @@ fn main() {
     mpi.step(
         "frames_of_every_size_and_request_reuse",
         frames_of_every_size_and_request_reuse,
+    );
+    mpi.step(
+        "small_frames_in_batches_under_a_budget_of_one",
+        small_frames_in_batches_under_a_budget_of_one,
     );
     mpi.step(
         "control_passes_a_saturated_action_lane",
@@ -290,6 +295,97 @@ fn frames_of_every_size_and_request_reuse(world: &SimpleCommunicator) {
     assert_all_zero(closed, "after the close");
     assert_handle_empty(&handle, "after the close");
     assert!(handle.is_closed());
+}
+
+/// Every rank queues hundreds of small frames of assorted sizes (some
+/// empty, one that starts like the transport's batch marker) to the next
+/// rank on both lanes before its first poll, so the driver sends them in
+/// batches; the receiver takes one event per poll, so batches are handed
+/// out over many polls. Every frame arrives intact, in order per lane,
+/// and every count (frames, bytes, in flight, retained) adds up.
+fn small_frames_in_batches_under_a_budget_of_one(world: &SimpleCommunicator) {
+    const ACTION: usize = 300;
+    const CONTROL: usize = 40;
+    let (me, size) = rank_of(world);
+    let config = HandleConfig {
+        action_queue: 512,
+        control_queue: 64,
+        retained_bytes: 1 << 20,
+    };
+    let (handle, mut driver) = connect_bare(world, config);
+    let w = driver.world();
+    let next = w.rank((me + 1) % size).unwrap();
+    let previous = w.rank((me + size - 1) % size).unwrap();
+    // Sizes 0..=199 and, every 50th frame, the batch marker itself
+    // followed by a pattern (it must not be taken for a batch).
+    let frame = |sender: u32, index: usize| {
+        let body = pattern(sender, index, index % 200);
+        if index % 50 == 7 {
+            [&b"DNAHbat1"[..], &body].concat()
+        } else {
+            body
+        }
+    };
+    let mut expected = [Vec::new(), Vec::new()];
+    for index in 0..ACTION + CONTROL {
+        let channel = if index % 8 == 3 && index / 8 < CONTROL {
+            Channel::Control
+        } else {
+            Channel::Action
+        };
+        handle
+            .try_send(next, channel, frame(me, index))
+            .expect("queued");
+        expected[channel.index()].push(frame(previous.get(), index));
+    }
+    let total = ACTION + CONTROL;
+    let total_bytes: usize = expected.iter().flatten().map(Vec::len).sum();
+    let mut received = [Vec::new(), Vec::new()];
+    let mut drained = Vec::new();
+    poll_until(&mut driver, "every small frame", 1, |driver, events| {
+        for event in events.drain(..) {
+            match event {
+                TransportEvent::Frame {
+                    from,
+                    channel,
+                    bytes,
+                } => {
+                    assert_eq!(from, previous);
+                    received[channel.index()].push(bytes);
+                }
+                TransportEvent::PeerDrained { peer } => drained.push(peer),
+                TransportEvent::PeerUp { .. } => {}
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        received[0].len() + received[1].len() == total && driver.handle().counts().in_flight == 0
+    });
+    for channel in Channel::ALL {
+        let (got, want) = (&received[channel.index()], &expected[channel.index()]);
+        assert_eq!(got.len(), want.len(), "{channel} frames");
+        if let Some(i) = got.iter().zip(want).position(|(got, want)| got != want) {
+            panic!(
+                "{channel} frame {i}: {} bytes, expected {} in order",
+                got[i].len(),
+                want[i].len()
+            );
+        }
+    }
+    let counts = driver.counts();
+    assert_eq!(counts.frames_received, total as u64);
+    assert_eq!(counts.bytes_received, total_bytes as u64);
+    assert_eq!(
+        (counts.in_flight_frames, counts.retained_bytes),
+        (0, 0),
+        "{counts:?}"
+    );
+    let sent = handle.counts();
+    assert_eq!(
+        (sent.frames_sent, sent.bytes_sent),
+        (total as u64, total_bytes as u64)
+    );
+    assert_handle_empty(&handle, "after the small frames");
+    assert_all_zero(shut_down(driver, drained), "after the small frames");
 }
 
 /// Rank 0 fills its action lane to the next rank with 32 frames of

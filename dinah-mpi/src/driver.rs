@@ -13,6 +13,7 @@ use dinah_std::transport::{
 };
 use mpi::traits::{Communicator, Source};
 
+use crate::coalesce::{Batch, Coalescer};
 use crate::comm::{self, PrivateComm};
 use crate::config::MpiConfig;
 use crate::farewell;
@@ -40,6 +41,28 @@ const CLOSE_PROBE_INTERVAL: u64 = 16;
 /// receiving never does, and then the wait parks as usual.
 const BUSY_WHILE_STALLED: Duration = Duration::from_millis(10);
 
+/// Posts the frames of `batch` to `to` as one message on `stream`.
+fn post_batch(
+    sends: &mut Sends,
+    comm: &PrivateComm,
+    to: Rank,
+    stream: Stream,
+    channel: Channel,
+    batch: Batch,
+) {
+    sends.post(
+        comm.get(),
+        to,
+        stream,
+        batch.bytes.into_boxed_slice(),
+        SendKind::Frames {
+            channel,
+            frames: batch.frames,
+            bytes: batch.frame_bytes,
+        },
+    );
+}
+
 /// The owner-thread side of the MPI transport, polled by the runtime.
 ///
 /// Built by [`MpiTransport::connect`](crate::MpiTransport::connect) on the
@@ -52,8 +75,10 @@ const BUSY_WHILE_STALLED: Duration = Duration::from_millis(10);
 /// In order, each step bounded: report queued peer notices; test every
 /// send in flight (one `MPI_Testsome`) and release the completed ones on
 /// the handle; take frames from
-/// the handle (control lane first) and post each as an immediate send, at
-/// most as many in flight per lane as the handle's queue holds; during a
+/// the handle (control lane first) and post them as immediate sends, the
+/// small frames to each peer batched into one message (see
+/// `docs/mpi.md`), at most as many frames in flight per lane as the handle's
+/// queue holds; during a
 /// shutdown, once the handle is empty, post the goodbyes; then receive:
 /// on the control tag first, then the action tag, hand out completed
 /// messages and match new ones (matched probe plus immediate receive)
@@ -82,6 +107,8 @@ pub struct MpiDriver {
     /// Each peer's session number, from its hello.
     sessions: Vec<u64>,
     sends: Sends,
+    /// Small frames staged per peer during one poll (see `coalesce.rs`).
+    coalescer: Coalescer,
     receives: Receives,
     peers: Peers,
     phase: Phase,
@@ -167,6 +194,7 @@ impl MpiDriver {
             session,
             sessions,
             sends,
+            coalescer: Coalescer::new(world),
             receives: Receives::new(world),
             peers: Peers::new(me, world),
             phase: Phase::Running,
@@ -252,7 +280,8 @@ impl MpiDriver {
             Channel::Action => config.action_queue,
         };
         let mut progress = false;
-        while !out.full() && self.sends.frames(channel) < limit {
+        let stream = Stream::of(channel);
+        while !out.full() && self.sends.frames(channel) + self.coalescer.frames() < limit {
             let Some(Outgoing { to, frame }) = self.handle.pop_outgoing(channel) else {
                 break;
             };
@@ -280,15 +309,23 @@ impl MpiDriver {
                 continue;
             }
             self.peers.on_sent(to, channel);
-            let stream = Stream::of(channel);
-            self.sends.post(
-                self.comm.get(),
-                to,
-                stream,
-                frame.into_boxed_slice(),
-                SendKind::Frame(channel),
-            );
+            let Self {
+                coalescer,
+                sends,
+                comm,
+                ..
+            } = self;
+            coalescer.push(to, frame, |to, batch| {
+                post_batch(sends, comm, to, stream, channel, batch);
+            });
         }
+        let Self {
+            coalescer,
+            sends,
+            comm,
+            ..
+        } = self;
+        coalescer.flush(|to, batch| post_batch(sends, comm, to, stream, channel, batch));
         progress
     }
 
@@ -354,7 +391,7 @@ impl MpiDriver {
         } = self;
         let (world, limits) = (*world, *limits);
         let mut absorbed = false;
-        let counted = receives.take_ready(Stream::of(channel), out.left, |from, bytes| {
+        let counted = receives.take_ready(Stream::of(channel), true, out.left, |from, bytes| {
             if let Some(frames_sent) = farewell::parse_goodbye(&bytes, channel, from, world, limits)
             {
                 peers.on_goodbye(from, channel, frames_sent);
@@ -390,7 +427,7 @@ impl MpiDriver {
             sessions,
             ..
         } = self;
-        receives.take_ready(Stream::Close, usize::MAX, |from, bytes| {
+        receives.take_ready(Stream::Close, false, usize::MAX, |from, bytes| {
             // A marker from an earlier transport on a reused communicator
             // context carries another session number: ignored.
             if let Some((session, lost)) = farewell::parse_close_marker(&bytes) {

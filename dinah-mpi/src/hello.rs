@@ -172,7 +172,7 @@ pub(crate) fn exchange(
         while let Probe::Started { .. } = receives.probe(comm, Stream::Hello) {
             progress = true;
         }
-        receives.take_ready(Stream::Hello, usize::MAX, |from, bytes| {
+        receives.take_ready(Stream::Hello, false, usize::MAX, |from, bytes| {
             let slot = &mut slots[from.index()];
             *slot = match (*slot, decode(&bytes)) {
                 (Slot::Missing, Ok((hello, session))) => Slot::Hello(hello, session),

@@ -8,7 +8,8 @@
 //! [`TransportHandle`](dinah_std::transport::TransportHandle) and an
 //! [`MpiDriver`]. The driver implements
 //! [`TransportDriver`](dinah_std::transport::TransportDriver) with
-//! nonblocking MPI only: immediate sends of owned frames tracked until
+//! nonblocking MPI only: immediate sends of owned frames (small frames to
+//! one peer batched into one message per poll) tracked until
 //! `MPI_Test` completes them, matched probes plus immediate receives per
 //! lane (control before action), goodbyes with per-lane frame counts for a
 //! clean drain. It never blocks in an MPI call, never runs a collective
@@ -49,6 +50,7 @@
 #![deny(missing_docs)]
 #![doc(test(attr(deny(warnings))))]
 
+mod coalesce;
 mod comm;
 mod compile_fail;
 mod config;

@@ -27,6 +27,7 @@ use mpi::datatype::Equivalence;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::{Communicator, Source};
 
+use crate::coalesce::{Piece, Unbatch};
 use crate::owned::OwnedRequest;
 use crate::tags::Stream;
 
@@ -37,6 +38,9 @@ struct Pending {
     request: OwnedRequest,
     /// The bytes, once the receive completed.
     done: Option<Box<[u8]>>,
+    /// How far its frames were handed out (a batch may be handed out
+    /// over several polls).
+    unbatch: Unbatch,
 }
 
 /// The pending receives of every stream a driver polls.
@@ -97,6 +101,7 @@ impl Receives {
             from,
             request,
             done: None,
+            unbatch: Unbatch::Start,
         });
         Probe::Started { from, len }
     }
@@ -116,13 +121,20 @@ impl Receives {
         any
     }
 
-    /// Hands out the completed messages of `stream`, each source's in
-    /// matching order, to `deliver`, until `max` of them counted: `deliver`
-    /// returns whether the message counts (an event for the caller's
-    /// budget) or was absorbed (a goodbye). Returns how many counted.
+    /// Hands out the frames of `stream`'s completed messages, each
+    /// source's in matching order, to `deliver`, until `max` of them
+    /// counted: `deliver` returns whether the frame counts (an event for
+    /// the caller's budget) or was absorbed (a goodbye). Returns how many
+    /// counted.
+    ///
+    /// On a stream that carries batches (`batched`, see `coalesce.rs`), a
+    /// batch's frames are copied out one by one, and when the budget ends
+    /// inside a batch the rest of it stays first in line for its source;
+    /// any other message is handed out whole, without a copy.
     pub(crate) fn take_ready(
         &mut self,
         stream: Stream,
+        batched: bool,
         max: usize,
         mut deliver: impl FnMut(Rank, Vec<u8>) -> bool,
     ) -> usize {
@@ -146,10 +158,43 @@ impl Receives {
                 index += 1;
                 continue;
             };
-            let _ = queue.remove(index);
-            self.bytes -= bytes.len() as u64;
-            if deliver(from, bytes.into_vec()) {
-                counted += 1;
+            let mut whole = false;
+            while counted < max {
+                let piece = if batched {
+                    entry.unbatch.next(&bytes)
+                } else if entry.unbatch.is_done() {
+                    None
+                } else {
+                    entry.unbatch = Unbatch::Done;
+                    Some(Piece::Whole)
+                };
+                let frame = match piece {
+                    None => break,
+                    Some(Piece::Whole) => {
+                        whole = true;
+                        break;
+                    }
+                    Some(Piece::Part(range)) => bytes[range].to_vec(),
+                };
+                if deliver(from, frame) {
+                    counted += 1;
+                }
+            }
+            if whole {
+                let _ = queue.remove(index);
+                self.bytes -= bytes.len() as u64;
+                if deliver(from, bytes.into_vec()) {
+                    counted += 1;
+                }
+            } else if entry.unbatch.is_done() {
+                let _ = queue.remove(index);
+                self.bytes -= bytes.len() as u64;
+            } else {
+                // The budget ended inside this batch: the rest waits, and
+                // so does everything after it from this source.
+                entry.done = Some(bytes);
+                self.blocked[from.index()] = true;
+                index += 1;
             }
         }
         counted

@@ -1,7 +1,8 @@
 //! Sends in flight: posted immediately, tracked until MPI completes them.
 //!
-//! The driver turns each frame it takes from the handle into an immediate
-//! send and keeps it here until MPI reports it complete. Completion of a
+//! The driver turns the frames it takes from the handle into immediate
+//! sends (one per frame, or one per batch of small frames, see
+//! `coalesce.rs`) and keeps each here until MPI reports it complete. Completion of a
 //! standard-mode send means MPI no longer needs the buffer, not that the
 //! peer received it: delivery is what the goodbye counts establish.
 //!
@@ -20,8 +21,8 @@
 //! # Accounting
 //!
 //! A frame taken from the handle stays counted by the handle (a send
-//! ticket and its bytes) until [`TransportHandle::complete_send`] is
-//! called for it, exactly once: here when its request completes, or in
+//! ticket and its bytes) until [`TransportHandle::complete_sends`] is
+//! called for it (with the rest of its batch), exactly once: here when its request completes, or in
 //! [`Sends::abandon`] when the transport closes first. The transport's own
 //! messages (hello, goodbyes, close markers) are counted by the driver.
 
@@ -43,8 +44,17 @@ use crate::tags::Stream;
 /// Who accounts for a send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum SendKind {
-    /// A frame taken from the handle on this lane.
-    Frame(Channel),
+    /// Frames taken from the handle on this lane, sent as one message
+    /// (more than one when they were batched, see `coalesce.rs`).
+    Frames {
+        /// Their lane.
+        channel: Channel,
+        /// How many.
+        frames: usize,
+        /// Their own bytes, as the handle counts them (without a batch's
+        /// framing).
+        bytes: usize,
+    },
     /// The transport's own message.
     Internal,
 }
@@ -127,7 +137,9 @@ impl Sends {
         // buffer leaked, which keeps every buffer it reads valid forever.
         let (raw, _, StaticScope) = unsafe { request.into_raw() };
         match kind {
-            SendKind::Frame(channel) => self.frames[channel.index()] += 1,
+            SendKind::Frames {
+                channel, frames, ..
+            } => self.frames[channel.index()] += frames,
             SendKind::Internal => {
                 self.internal += 1;
                 self.internal_bytes += len;
@@ -184,9 +196,13 @@ impl Sends {
 
     fn release(&mut self, kind: SendKind, len: usize, handle: &TransportHandle, sent: bool) {
         match kind {
-            SendKind::Frame(channel) => {
-                self.frames[channel.index()] -= 1;
-                handle.complete_send(len, sent);
+            SendKind::Frames {
+                channel,
+                frames,
+                bytes,
+            } => {
+                self.frames[channel.index()] -= frames;
+                handle.complete_sends(frames, bytes, sent);
             }
             SendKind::Internal => {
                 self.internal -= 1;
@@ -205,7 +221,7 @@ impl Sends {
         (self.internal, self.internal_bytes)
     }
 
-    /// Sends to `peer` still in flight.
+    /// Messages to `peer` still in flight.
     pub(crate) fn pending_to(&self, peer: Rank) -> u64 {
         self.entries.iter().filter(|entry| entry.to == peer).count() as u64
     }

@@ -295,13 +295,23 @@ impl TransportHandle {
     /// finished (sent, or failed and reported). Releases its ticket and
     /// bytes; `sent` says whether it counts as sent.
     pub fn complete_send(&self, bytes: usize, sent: bool) {
+        self.complete_sends(1, bytes, sent);
+    }
+
+    /// Driver side: `frames` frames taken with `pop_outgoing`, of `bytes`
+    /// bytes together, are finished at once (a transport that sent them
+    /// in one message). The same as that many
+    /// [`complete_send`](Self::complete_send) calls.
+    pub fn complete_sends(&self, frames: usize, bytes: usize, sent: bool) {
         let shared = &*self.shared;
-        shared.in_flight.fetch_sub(1, Ordering::AcqRel);
+        shared.in_flight.fetch_sub(frames as u64, Ordering::AcqRel);
         shared
             .retained_bytes
             .fetch_sub(bytes as u64, Ordering::AcqRel);
         if sent {
-            shared.frames_sent.fetch_add(1, Ordering::Relaxed);
+            shared
+                .frames_sent
+                .fetch_add(frames as u64, Ordering::Relaxed);
             shared.bytes_sent.fetch_add(bytes as u64, Ordering::Relaxed);
         }
     }
@@ -496,6 +506,32 @@ mod tests {
             }
         );
         h.try_send(peer, Channel::Action, vec![0; 60]).unwrap();
+    }
+
+    #[test]
+    fn frames_finished_together_release_what_they_took_one_by_one() {
+        let h = handle(2, small());
+        let peer = Rank::new(1, h.world()).unwrap();
+        for len in [10, 20] {
+            h.try_send(peer, Channel::Action, vec![0; len]).unwrap();
+        }
+        h.try_send(peer, Channel::Control, vec![0; 5]).unwrap();
+        let taken = [
+            h.pop_outgoing(Channel::Action).unwrap(),
+            h.pop_outgoing(Channel::Action).unwrap(),
+        ];
+        assert_eq!(h.counts().in_flight, 2);
+        h.complete_sends(2, taken.iter().map(|out| out.frame.len()).sum(), true);
+        let out = h.pop_outgoing(Channel::Control).unwrap();
+        h.complete_sends(1, out.frame.len(), false);
+        assert_eq!(
+            h.counts(),
+            HandleCounts {
+                frames_sent: 2,
+                bytes_sent: 30,
+                ..HandleCounts::default()
+            }
+        );
     }
 
     #[test]

@@ -1,0 +1,536 @@
+//! Several small frames to one peer in one MPI message.
+//!
+//! Every MPI message costs both ranks a fixed amount of work whatever its
+//! size: an immediate send and its test on one side, a matched probe, an
+//! immediate receive and its test on the other. With many small frames in
+//! flight (a pipeline of requests and their results) that fixed cost is
+//! most of the transport's. So during one poll the driver stages the small
+//! frames it takes from the handle per destination, and posts each
+//! destination's staged frames as one message: a *batch*.
+//!
+//! # Format
+//!
+//! A batch is [`BATCH_MAGIC`] followed by each frame as a little-endian
+//! `u32` length and the frame's bytes. Any other message is one frame, as
+//! it is. The transport never looks inside a frame, so it stays
+//! byte-transparent (the runtime validates frames, as over TCP); a lone
+//! frame that happens to start with [`BATCH_MAGIC`] is sent as a batch of
+//! one, so it cannot be mistaken for a batch. [`Unbatch`] splits a
+//! received message back into frames; a batch whose lengths do not add up
+//! (which this sender never produces) ends with its remaining bytes as one
+//! frame, which the runtime then rejects as malformed.
+//!
+//! # Order and bounds
+//!
+//! Frames to one peer on one lane keep their order: a peer's staged frames
+//! are posted before any later frame to it (a large one, sent alone, or
+//! the next batch), and MPI keeps the messages of one tag in order. A frame
+//! alone in its poll is posted as it is, without a copy, so one request in
+//! flight costs what it did without batching. A batch holds at most
+//! [`MAX_BATCH_FRAMES`] frames and [`MAX_BATCH_BYTES`] bytes; frames of
+//! [`SMALL_FRAME`] bytes or more are never copied into one. Staging lasts
+//! one poll: everything staged is posted before the poll receives.
+
+use dinah_core::{Rank, WorldSize};
+
+/// A frame at least this long is sent as its own message: copying it
+/// would cost more than the message it saves.
+pub(crate) const SMALL_FRAME: usize = 4 * 1024;
+
+/// The most bytes one batch carries, its framing included (staged frames
+/// are posted once the next one would take the batch past this).
+pub(crate) const MAX_BATCH_BYTES: usize = 16 * 1024;
+
+/// The most frames one batch carries: also how many events one message
+/// can hold for the receiver (which keeps the rest of a batch when its
+/// poll's budget ends inside it).
+pub(crate) const MAX_BATCH_FRAMES: usize = 64;
+
+/// How a batch starts. It differs from the wire protocol's magic
+/// (`DNAH`), so no dinah frame is ever wrapped.
+pub(crate) const BATCH_MAGIC: [u8; 8] = *b"DNAHbat1";
+
+/// The length prefix of each frame in a batch.
+const LEN_BYTES: usize = 4;
+
+/// Frames posted as one message.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Batch {
+    /// The message: one frame as it is, or a batch.
+    pub(crate) bytes: Vec<u8>,
+    /// How many frames it holds.
+    pub(crate) frames: usize,
+    /// The frames' own bytes (without the batch framing): what the handle
+    /// counts for them.
+    pub(crate) frame_bytes: usize,
+}
+
+impl Batch {
+    /// `frame` alone, posted as it is (or as a batch of one if it could be
+    /// mistaken for a batch).
+    fn one(frame: Vec<u8>) -> Self {
+        let frame_bytes = frame.len();
+        if frame.starts_with(&BATCH_MAGIC) {
+            let mut bytes = Vec::with_capacity(BATCH_MAGIC.len() + LEN_BYTES + frame.len());
+            bytes.extend_from_slice(&BATCH_MAGIC);
+            append(&mut bytes, &frame);
+            return Self {
+                bytes,
+                frames: 1,
+                frame_bytes,
+            };
+        }
+        Self {
+            bytes: frame,
+            frames: 1,
+            frame_bytes,
+        }
+    }
+}
+
+/// Appends `frame` to a batch's bytes, with its length.
+fn append(bytes: &mut Vec<u8>, frame: &[u8]) {
+    let len = u32::try_from(frame.len()).expect("a batched frame is small");
+    bytes.extend_from_slice(&len.to_le_bytes());
+    bytes.extend_from_slice(frame);
+}
+
+/// What is staged for one peer.
+#[derive(Debug)]
+enum Staged {
+    /// One frame, kept as it is until a second one comes.
+    One(Vec<u8>),
+    /// A batch being built: its bytes, frames and frame bytes.
+    Many(Vec<u8>, usize, usize),
+}
+
+impl Staged {
+    fn frames(&self) -> usize {
+        match self {
+            Self::One(_) => 1,
+            Self::Many(_, frames, _) => *frames,
+        }
+    }
+
+    /// Its bytes on the wire if `frame` were added.
+    fn wire_len_with(&self, frame: &[u8]) -> usize {
+        let current = match self {
+            Self::One(first) => BATCH_MAGIC.len() + LEN_BYTES + first.len(),
+            Self::Many(bytes, _, _) => bytes.len(),
+        };
+        current + LEN_BYTES + frame.len()
+    }
+
+    /// Adds `frame` (the caller checked that it fits).
+    fn add(self, frame: &[u8]) -> Self {
+        match self {
+            Self::One(first) => {
+                let mut bytes = Vec::with_capacity(self_capacity(&first, frame));
+                bytes.extend_from_slice(&BATCH_MAGIC);
+                append(&mut bytes, &first);
+                append(&mut bytes, frame);
+                Self::Many(bytes, 2, first.len() + frame.len())
+            }
+            Self::Many(mut bytes, frames, frame_bytes) => {
+                append(&mut bytes, frame);
+                Self::Many(bytes, frames + 1, frame_bytes + frame.len())
+            }
+        }
+    }
+
+    fn into_batch(self) -> Batch {
+        match self {
+            Self::One(frame) => Batch::one(frame),
+            Self::Many(bytes, frames, frame_bytes) => Batch {
+                bytes,
+                frames,
+                frame_bytes,
+            },
+        }
+    }
+}
+
+/// A new batch's first allocation: room for a few more frames like these
+/// two, within the batch bound, so it rarely grows.
+fn self_capacity(first: &[u8], second: &[u8]) -> usize {
+    let per_frame = LEN_BYTES + first.len().max(second.len());
+    (BATCH_MAGIC.len() + 8 * per_frame).min(MAX_BATCH_BYTES)
+}
+
+/// The frames staged for each peer during one poll.
+#[derive(Debug)]
+pub(crate) struct Coalescer {
+    world: WorldSize,
+    /// Per destination ([`Rank::index`]).
+    staged: Vec<Option<Staged>>,
+    /// Frames staged over all destinations.
+    frames: usize,
+}
+
+impl Coalescer {
+    /// Nothing staged, for a world of `world` ranks.
+    pub(crate) fn new(world: WorldSize) -> Self {
+        Self {
+            world,
+            staged: (0..world.get()).map(|_| None).collect(),
+            frames: 0,
+        }
+    }
+
+    /// Frames staged and not yet handed to `post`.
+    pub(crate) fn frames(&self) -> usize {
+        self.frames
+    }
+
+    /// Stages `frame` for `to`, first calling `post` with whatever must go
+    /// out before it: the batch staged for `to` when `frame` does not fit
+    /// in it, and `frame` itself when it is too large to stage.
+    pub(crate) fn push(&mut self, to: Rank, frame: Vec<u8>, mut post: impl FnMut(Rank, Batch)) {
+        let slot = &mut self.staged[to.index()];
+        let large = frame.len() >= SMALL_FRAME;
+        if let Some(staged) = slot.take() {
+            let fits = !large
+                && staged.frames() < MAX_BATCH_FRAMES
+                && staged.wire_len_with(&frame) <= MAX_BATCH_BYTES;
+            if fits {
+                *slot = Some(staged.add(&frame));
+                self.frames += 1;
+                return;
+            }
+            self.frames -= staged.frames();
+            post(to, staged.into_batch());
+        }
+        if large {
+            post(to, Batch::one(frame));
+        } else {
+            self.frames += 1;
+            *slot = Some(Staged::One(frame));
+        }
+    }
+
+    /// Hands every staged batch to `post`, in rank order.
+    pub(crate) fn flush(&mut self, mut post: impl FnMut(Rank, Batch)) {
+        if self.frames == 0 {
+            return;
+        }
+        for (index, slot) in self.staged.iter_mut().enumerate() {
+            if let Some(staged) = slot.take() {
+                let rank = u32::try_from(index)
+                    .ok()
+                    .and_then(|index| self.world.rank(index).ok())
+                    .expect("staged per rank of the world");
+                post(rank, staged.into_batch());
+            }
+        }
+        self.frames = 0;
+    }
+}
+
+/// Where a received message's next frame is: splits a batch into its
+/// frames, and hands any other message out whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Unbatch {
+    /// Nothing handed out yet (`bytes` may or may not be a batch).
+    Start,
+    /// Inside a batch: the next frame's length prefix is at this offset.
+    At(usize),
+    /// Every frame was handed out.
+    Done,
+}
+
+/// One frame of a message, as [`Unbatch::next`] finds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Piece {
+    /// The message is one frame: all of it.
+    Whole,
+    /// A frame inside a batch: these bytes of the message.
+    Part(std::ops::Range<usize>),
+}
+
+impl Unbatch {
+    /// The next frame of `bytes`, or `None` once every frame was handed
+    /// out. Advances past it.
+    pub(crate) fn next(&mut self, bytes: &[u8]) -> Option<Piece> {
+        let at = match *self {
+            Self::Done => return None,
+            Self::Start if !bytes.starts_with(&BATCH_MAGIC) => {
+                *self = Self::Done;
+                return Some(Piece::Whole);
+            }
+            Self::Start => BATCH_MAGIC.len(),
+            Self::At(at) => at,
+        };
+        if at >= bytes.len() {
+            *self = Self::Done;
+            return None;
+        }
+        let declared = bytes
+            .get(at..at + LEN_BYTES)
+            .and_then(|len| <[u8; LEN_BYTES]>::try_from(len).ok())
+            .map(|len| u32::from_le_bytes(len) as usize);
+        let start = at + LEN_BYTES;
+        match declared {
+            Some(len) if len <= bytes.len().saturating_sub(start) => {
+                let end = start + len;
+                *self = if end == bytes.len() {
+                    Self::Done
+                } else {
+                    Self::At(end)
+                };
+                Some(Piece::Part(start..end))
+            }
+            // Lengths that do not add up: the rest is one (bad) frame.
+            _ => {
+                *self = Self::Done;
+                Some(Piece::Part(at..bytes.len()))
+            }
+        }
+    }
+
+    /// Whether every frame was handed out.
+    pub(crate) fn is_done(self) -> bool {
+        self == Self::Done
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn world(size: u32) -> WorldSize {
+        WorldSize::new(size).unwrap()
+    }
+
+    fn rank(n: u32) -> Rank {
+        world(8).rank(n).unwrap()
+    }
+
+    /// Pushes every frame, flushes, and returns what was posted.
+    fn stage(coalescer: &mut Coalescer, pushes: &[(u32, Vec<u8>)]) -> Vec<(u32, Batch)> {
+        let mut posted = Vec::new();
+        for (to, frame) in pushes {
+            coalescer.push(rank(*to), frame.clone(), |to, batch| {
+                posted.push((to.get(), batch));
+            });
+        }
+        coalescer.flush(|to, batch| posted.push((to.get(), batch)));
+        assert_eq!(coalescer.frames(), 0);
+        posted
+    }
+
+    /// The frames a receiver gets from `message`.
+    fn split(message: &[u8]) -> Vec<Vec<u8>> {
+        let mut unbatch = Unbatch::Start;
+        let mut frames = Vec::new();
+        while let Some(piece) = unbatch.next(message) {
+            frames.push(match piece {
+                Piece::Whole => message.to_vec(),
+                Piece::Part(range) => message[range].to_vec(),
+            });
+        }
+        assert!(unbatch.is_done());
+        assert_eq!(unbatch.next(message), None, "done stays done");
+        frames
+    }
+
+    #[test]
+    fn small_frames_to_one_peer_go_as_one_batch_and_split_back_in_order() {
+        let mut coalescer = Coalescer::new(world(2));
+        let frames = vec![vec![1; 10], vec![2; 20], Vec::new(), vec![3; 5]];
+        let pushes: Vec<_> = frames.iter().map(|frame| (1, frame.clone())).collect();
+        let posted = stage(&mut coalescer, &pushes);
+        assert_eq!(posted.len(), 1);
+        let (to, batch) = &posted[0];
+        assert_eq!(*to, 1);
+        assert_eq!((batch.frames, batch.frame_bytes), (4, 35));
+        assert!(batch.bytes.starts_with(&BATCH_MAGIC));
+        assert_eq!(split(&batch.bytes), frames);
+    }
+
+    #[test]
+    fn a_lone_frame_is_posted_as_it_is_without_a_copy() {
+        let mut coalescer = Coalescer::new(world(2));
+        let frame = vec![7_u8; 100];
+        let address = frame.as_ptr();
+        let mut posted = Vec::new();
+        coalescer.push(rank(1), frame, |_, batch| posted.push(batch));
+        assert!(posted.is_empty(), "a small frame waits for the flush");
+        assert_eq!(coalescer.frames(), 1);
+        coalescer.flush(|_, batch| posted.push(batch));
+        assert_eq!(posted.len(), 1);
+        assert_eq!((posted[0].frames, posted[0].frame_bytes), (1, 100));
+        assert_eq!(posted[0].bytes.as_ptr(), address);
+        assert_eq!(split(&posted[0].bytes), [vec![7_u8; 100]]);
+    }
+
+    #[test]
+    fn a_frame_that_looks_like_a_batch_is_wrapped_in_one() {
+        let mut coalescer = Coalescer::new(world(2));
+        let tricky = [&BATCH_MAGIC[..], &[9, 0, 0, 0, 1]].concat();
+        let posted = stage(&mut coalescer, &[(1, tricky.clone())]);
+        assert_eq!(posted.len(), 1);
+        assert_ne!(posted[0].1.bytes, tricky);
+        assert_eq!(posted[0].1.frame_bytes, tricky.len());
+        assert_eq!(split(&posted[0].1.bytes), [tricky]);
+    }
+
+    #[test]
+    fn each_peer_gets_its_own_batch() {
+        let mut coalescer = Coalescer::new(world(4));
+        let posted = stage(
+            &mut coalescer,
+            &[
+                (3, vec![3; 4]),
+                (1, vec![1; 4]),
+                (3, vec![30; 4]),
+                (2, vec![2; 4]),
+            ],
+        );
+        let summary: Vec<(u32, Vec<Vec<u8>>)> = posted
+            .into_iter()
+            .map(|(to, batch)| (to, split(&batch.bytes)))
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                (1, vec![vec![1; 4]]),
+                (2, vec![vec![2; 4]]),
+                (3, vec![vec![3; 4], vec![30; 4]]),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_large_frame_goes_alone_after_what_was_staged_before_it() {
+        let mut coalescer = Coalescer::new(world(2));
+        let large = vec![9_u8; SMALL_FRAME];
+        let posted = stage(
+            &mut coalescer,
+            &[
+                (1, vec![1; 8]),
+                (1, vec![2; 8]),
+                (1, large.clone()),
+                (1, vec![3; 8]),
+            ],
+        );
+        let frames: Vec<Vec<Vec<u8>>> = posted
+            .iter()
+            .map(|(_, batch)| split(&batch.bytes))
+            .collect();
+        assert_eq!(
+            frames,
+            [vec![vec![1; 8], vec![2; 8]], vec![large], vec![vec![3; 8]]]
+        );
+    }
+
+    #[test]
+    fn batches_respect_their_byte_and_frame_bounds() {
+        let mut coalescer = Coalescer::new(world(2));
+        let frame = vec![5_u8; 1000];
+        let pushes: Vec<(u32, Vec<u8>)> = (0..40).map(|_| (1, frame.clone())).collect();
+        let posted = stage(&mut coalescer, &pushes);
+        assert!(
+            posted
+                .iter()
+                .all(|(_, batch)| batch.bytes.len() <= MAX_BATCH_BYTES)
+        );
+        assert!(posted.len() > 1);
+        let received: Vec<Vec<u8>> = posted
+            .iter()
+            .flat_map(|(_, batch)| split(&batch.bytes))
+            .collect();
+        assert_eq!(received, vec![frame; 40]);
+
+        let tiny: Vec<(u32, Vec<u8>)> = (0..=MAX_BATCH_FRAMES).map(|_| (1, vec![0; 1])).collect();
+        let posted = stage(&mut coalescer, &tiny);
+        let frames: Vec<usize> = posted.iter().map(|(_, batch)| batch.frames).collect();
+        assert_eq!(frames, [MAX_BATCH_FRAMES, 1]);
+    }
+
+    #[test]
+    fn a_batch_whose_lengths_do_not_add_up_ends_with_one_bad_frame() {
+        let mut message = BATCH_MAGIC.to_vec();
+        append(&mut message, &[1, 2, 3]);
+        message.extend_from_slice(&100_u32.to_le_bytes());
+        message.extend_from_slice(&[4, 5]);
+        let frames = split(&message);
+        assert_eq!(frames.len(), 2);
+        assert_eq!(frames[0], [1, 2, 3]);
+        assert_eq!(frames[1], [100, 0, 0, 0, 4, 5]);
+
+        // A length prefix cut short is a bad frame too; nothing is lost.
+        let mut message = BATCH_MAGIC.to_vec();
+        message.extend_from_slice(&[7, 0]);
+        assert_eq!(split(&message), [vec![7, 0]]);
+        // The magic alone holds no frame.
+        assert!(split(&BATCH_MAGIC).is_empty());
+    }
+
+    mod properties {
+        use proptest::prelude::*;
+
+        use super::*;
+
+        /// A frame: mostly small, sometimes past the batching threshold,
+        /// sometimes starting like a batch.
+        fn frame() -> impl Strategy<Value = Vec<u8>> {
+            prop_oneof![
+                8 => proptest::collection::vec(any::<u8>(), 0..200),
+                1 => proptest::collection::vec(any::<u8>(), SMALL_FRAME..SMALL_FRAME + 16),
+                1 => proptest::collection::vec(any::<u8>(), 0..8)
+                    .prop_map(|tail| [&BATCH_MAGIC[..], &tail].concat()),
+            ]
+        }
+
+        proptest! {
+            /// Whatever frames go to whichever peers, every peer receives
+            /// exactly its frames, in order, and the counts add up.
+            #[test]
+            fn every_peer_receives_its_frames_in_order(
+                pushes in proptest::collection::vec((0_u32..4, frame()), 0..120)
+            ) {
+                let mut coalescer = Coalescer::new(world(4));
+                let posted = stage(&mut coalescer, &pushes);
+                for peer in 0..4 {
+                    let sent: Vec<Vec<u8>> = pushes
+                        .iter()
+                        .filter(|(to, _)| *to == peer)
+                        .map(|(_, frame)| frame.clone())
+                        .collect();
+                    let batches: Vec<&Batch> = posted
+                        .iter()
+                        .filter(|(to, _)| *to == peer)
+                        .map(|(_, batch)| batch)
+                        .collect();
+                    let received: Vec<Vec<u8>> =
+                        batches.iter().flat_map(|batch| split(&batch.bytes)).collect();
+                    prop_assert_eq!(&received, &sent);
+                    let frames: usize = batches.iter().map(|batch| batch.frames).sum();
+                    let bytes: usize = batches.iter().map(|batch| batch.frame_bytes).sum();
+                    prop_assert_eq!(frames, sent.len());
+                    prop_assert_eq!(bytes, sent.iter().map(Vec::len).sum::<usize>());
+                    for batch in batches {
+                        prop_assert!(batch.frames <= MAX_BATCH_FRAMES);
+                        prop_assert!(batch.frames == 1 || batch.bytes.len() <= MAX_BATCH_BYTES);
+                    }
+                }
+            }
+
+            /// Any received bytes split into frames without a panic, and
+            /// the frames never hold more than the message.
+            #[test]
+            fn any_message_splits_without_loss_or_panic(
+                tail in proptest::collection::vec(any::<u8>(), 0..300),
+                batch in any::<bool>(),
+            ) {
+                let message = if batch { [&BATCH_MAGIC[..], &tail].concat() } else { tail };
+                let frames = split(&message);
+                let total: usize = frames.iter().map(Vec::len).sum();
+                prop_assert!(total <= message.len());
+                if !message.starts_with(&BATCH_MAGIC) {
+                    prop_assert_eq!(frames, vec![message]);
+                }
+            }
+        }
+    }
+}
