@@ -107,9 +107,16 @@ fn expect_no_args(command: &str, rest: &[String]) -> Result<()> {
 }
 
 /// The workspace root: the parent of this crate's manifest directory.
+///
+/// Taken from the environment `cargo run` gives the process when there is
+/// one, and only otherwise from the path compiled in: two checkouts that
+/// share a target directory share this binary too, and the compiled-in path
+/// would be that of whichever checkout built it last.
 pub(crate) fn project_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from);
+    manifest_dir
         .parent()
-        .expect("xtask lives one level below the workspace root")
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")))
         .to_path_buf()
 }
