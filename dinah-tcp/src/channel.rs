@@ -1,5 +1,6 @@
 //! One connection: one lane (control or action) to one peer, with the
-//! frames being read from it, its watcher and its outbox.
+//! frames being read from it, its place in the watcher's set and its
+//! outbox.
 //!
 //! The owner thread reads the socket itself, without blocking, inside
 //! `poll`: bytes go into the connection's read buffer, the core
@@ -13,11 +14,10 @@
 use std::cell::Cell;
 use std::io;
 use std::net::{Shutdown, TcpStream};
-use std::sync::Arc;
 
 use dinah_core::Rank;
 use dinah_core::wire::{Channel, DecodeContext, StreamDecoder};
-use dinah_std::transport::{DownReason, IoOp, TransportError, Wakeup};
+use dinah_std::transport::{DownReason, IoOp, TransportError};
 
 use crate::config::TcpConfig;
 use crate::error::TcpError;
@@ -25,7 +25,7 @@ use crate::frame::{FrameReader, ReadEvent};
 use crate::inbound::{End, Inbound};
 use crate::outbox::Outbox;
 use crate::socket;
-use crate::watch::Watcher;
+use crate::watch::{Registration, Watcher};
 
 /// The owner's side of one connection.
 #[derive(Debug)]
@@ -34,16 +34,17 @@ pub(crate) struct Connection {
     pub(crate) channel: Channel,
     /// The peer.
     peer: Rank,
-    /// The socket, shared with the watcher thread (which only peeks).
-    pub(crate) stream: Arc<TcpStream>,
+    /// The socket.
+    pub(crate) stream: TcpStream,
     /// Checks and assembles the frames.
     reader: FrameReader,
     /// Bytes read off the socket; `buf[at..len]` are not fed yet.
     buf: Box<[u8]>,
     at: usize,
     len: usize,
-    /// Wakes the parked owner when the socket becomes readable.
-    pub(crate) watcher: Watcher,
+    /// The socket's place in the driver's watcher set (which wakes the
+    /// parked owner when it becomes readable), until the stream ends.
+    registration: Registration,
     /// Frames to write.
     pub(crate) outbox: Outbox,
     /// Frames queued on this connection since the start (what the goodbye
@@ -62,28 +63,27 @@ pub(crate) struct Connection {
 }
 
 impl Connection {
-    /// Starts the watcher of an established, handshaken connection to
-    /// `peer` on `channel` and returns the owner's side.
+    /// Registers an established, handshaken connection to `peer` on
+    /// `channel` with the driver's `watcher` and returns the owner's side.
     ///
     /// # Errors
     ///
-    /// [`TcpError::Io`] if the socket cannot be switched back to blocking
-    /// mode or the thread cannot be spawned.
+    /// [`TcpError::Io`] if the socket cannot be configured or registered.
     pub(crate) fn start(
         stream: TcpStream,
         ctx: DecodeContext,
         config: &TcpConfig,
-        wakeup: Wakeup,
+        watcher: &Watcher,
     ) -> Result<Self, TcpError> {
         let peer = ctx.source();
         let configure = |e| TcpError::io(Some(peer), IoOp::Configure, e);
-        // Blocking, for the watcher's `peek`; the owner's own reads and
-        // writes pass `MSG_DONTWAIT` (see `socket.rs`).
+        // Left in blocking mode, without timeouts: the owner's reads and
+        // writes pass `MSG_DONTWAIT` (see `socket.rs`), and the watcher
+        // waits for readiness, never in a socket call.
         stream.set_nonblocking(false).map_err(configure)?;
         stream.set_read_timeout(None).map_err(configure)?;
         stream.set_write_timeout(None).map_err(configure)?;
-        let stream = Arc::new(stream);
-        let watcher = Watcher::start(Arc::clone(&stream), peer, ctx.channel(), wakeup)?;
+        let registration = watcher.register(&stream, peer)?;
         Ok(Self {
             channel: ctx.channel(),
             peer,
@@ -92,7 +92,7 @@ impl Connection {
             buf: vec![0; config.read_buffer_bytes].into_boxed_slice(),
             at: 0,
             len: 0,
-            watcher,
+            registration,
             outbox: Outbox::default(),
             frames_queued: 0,
             goodbye_received: false,
@@ -180,19 +180,16 @@ impl Connection {
         }
     }
 
-    /// The stream ended: nothing more is read, and `end` is handed over.
+    /// The stream ended: nothing more is read (the socket leaves the
+    /// watcher's set, where its end would keep it readable), and `end` is
+    /// handed over.
     fn end(&mut self, items: &mut Vec<Inbound>, end: End) -> bool {
+        self.registration.cancel();
         self.ended = true;
         self.at = 0;
         self.len = 0;
         items.push(Inbound::End(end));
         true
-    }
-
-    /// Would [`read`](Self::read) find something right now (bytes already
-    /// buffered, or the socket readable)? Does not block.
-    pub(crate) fn readable(&self) -> bool {
-        !self.ended && (self.at < self.len || socket::readable(&self.stream))
     }
 
     /// Are bytes read off the socket still waiting to be fed?
@@ -206,19 +203,11 @@ impl Connection {
         ((self.len - self.at) + self.reader.assembling()) as u64
     }
 
-    /// Arms the watcher (the owner is about to park), unless the stream
-    /// ended.
-    pub(crate) fn arm(&self) {
-        if !self.ended {
-            self.watcher.arm();
-        }
-    }
-
-    /// Shuts the socket down in both directions (ending the watcher's
-    /// `peek`), stops the watcher and drops what was read and not handed
-    /// over. Errors are ignored: the socket may already be closed.
+    /// Takes the socket out of the watcher's set and shuts it down in both
+    /// directions, and drops what was read and not handed over. Errors are
+    /// ignored: the socket may already be closed.
     pub(crate) fn abort(&mut self) {
-        self.watcher.stop();
+        self.registration.cancel();
         let _ = self.stream.shutdown(Shutdown::Both);
         self.write_closed = true;
         self.ended = true;
@@ -228,10 +217,10 @@ impl Connection {
 }
 
 impl Drop for Connection {
-    /// Stops the watcher and shuts the socket down, so the watcher thread
-    /// (which shares the socket) ends even when the connection is dropped
-    /// without [`abort`](Self::abort), for instance when starting the
-    /// other connections of a driver failed.
+    /// Aborts the connection: its socket leaves the watcher's set before it
+    /// closes, and the peer sees it shut down, also when the connection is
+    /// dropped without [`abort`](Self::abort) (for instance when starting
+    /// the other connections of a driver failed).
     fn drop(&mut self) {
         self.abort();
     }
@@ -259,41 +248,58 @@ fn violation(error: TcpError) -> End {
 #[cfg(test)]
 mod tests {
     use std::net::{Ipv4Addr, TcpListener};
-    use std::sync::Arc;
     use std::time::{Duration, Instant};
 
     use dinah_core::{ProtocolLimits, WorldSize};
+    use dinah_std::transport::Wakeup;
 
     use super::*;
 
     #[test]
-    fn dropping_a_connection_ends_its_watcher_even_while_armed() {
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
-        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-        let (server, _) = listener.accept().unwrap();
-        let world = WorldSize::new(2).unwrap();
-        let ctx = DecodeContext::new(
-            Channel::Action,
-            world.rank(1).unwrap(),
-            world,
-            ProtocolLimits::DEFAULT,
-        )
-        .unwrap();
-        let conn = Connection::start(client, ctx, &TcpConfig::default(), Wakeup::new()).unwrap();
-        // Armed on a quiet socket: the watcher blocks in `peek`.
-        conn.arm();
-        std::thread::sleep(Duration::from_millis(10));
-        let socket = Arc::downgrade(&conn.stream);
-        drop(conn);
-        // The watcher's share of the socket goes away once its thread ends.
-        let start = Instant::now();
-        while socket.upgrade().is_some() {
+    fn a_connection_leaves_the_watchers_set_when_it_ends_or_drops() {
+        let world = WorldSize::new(3).unwrap();
+        let wakeup = Wakeup::new();
+        assert!(wakeup.bind_current());
+        let watcher = Watcher::start(Rank::ZERO, wakeup.clone()).unwrap();
+        let start = |n: u32| {
+            let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+            let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+            let (server, _) = listener.accept().unwrap();
+            let ctx = DecodeContext::new(
+                Channel::Action,
+                world.rank(n).unwrap(),
+                world,
+                ProtocolLimits::DEFAULT,
+            )
+            .unwrap();
+            let conn = Connection::start(client, ctx, &TcpConfig::default(), &watcher).unwrap();
+            (conn, server)
+        };
+        let (mut ended, ended_peer) = start(1);
+        let (dropped, dropped_peer) = start(2);
+        assert!(!watcher.any_ready());
+        // The peer's end is readable until the owner reads it.
+        ended_peer.shutdown(Shutdown::Both).unwrap();
+        let begin = Instant::now();
+        while !watcher.any_ready() {
             assert!(
-                start.elapsed() < Duration::from_secs(10),
-                "the watcher thread never ended"
+                begin.elapsed() < Duration::from_secs(10),
+                "the end never showed"
             );
-            std::thread::sleep(Duration::from_millis(1));
         }
-        drop(server);
+        let mut items = Vec::new();
+        assert!(ended.read(16, &mut items));
+        assert!(matches!(items.last(), Some(Inbound::End(_))));
+        assert!(
+            !watcher.any_ready(),
+            "an ended stream keeps the set readable"
+        );
+        // A dropped connection leaves the set too, so its peer's later end
+        // (or data) never wakes an owner.
+        drop(dropped);
+        drop(dropped_peer);
+        watcher.arm();
+        assert!(!wakeup.wait(Duration::ZERO, Duration::from_millis(50)));
+        assert!(!watcher.any_ready());
     }
 }

@@ -17,13 +17,14 @@ use crate::config::TcpConfig;
 use crate::error::TcpError;
 use crate::inbound::Inbound;
 use crate::setup::Established;
+use crate::watch::Watcher;
 
 mod io;
 
 use io::Out;
 
 /// How long dropping a driver that was not closed waits for its watcher
-/// threads.
+/// thread.
 const DROP_JOIN: Duration = Duration::from_millis(50);
 
 /// Where a peer stands.
@@ -64,17 +65,19 @@ enum Stage {
 /// frames (control lane first), queues them per connection, writes as many
 /// as the sockets take (gathering up to 64 frames per `sendmsg`), then
 /// reads the sockets and hands over the frames they complete. While the
-/// owner is idle, one watcher thread per connection (two per peer) waits
-/// for its socket to become readable and wakes it. See the
+/// owner is idle, one watcher thread waits on an `epoll` set of every
+/// connection's socket and wakes it when one becomes readable. See the
 /// [crate documentation](crate) for the design and its measurements.
 ///
 /// Dropping the driver closes it as [`close`](TransportDriver::close) does,
-/// waiting at most 50 ms for its watcher threads.
+/// waiting at most 50 ms for its watcher thread.
 pub struct TcpDriver {
     handle: TransportHandle,
     me: Rank,
     config: TcpConfig,
     peers: Vec<Peer>,
+    /// Wakes the parked owner when a connection becomes readable.
+    watcher: Watcher,
     /// Events owed to the runtime (peer changes, failed sends), reported
     /// before anything else as the budget allows.
     owed: VecDeque<TransportEvent>,
@@ -105,7 +108,8 @@ pub struct TcpDriver {
 const FIRST_BLOCKED_PAUSE: Duration = Duration::from_micros(5);
 
 impl TcpDriver {
-    /// Starts the watcher threads of `established`'s connections.
+    /// Starts the watcher thread and registers `established`'s
+    /// connections with it.
     pub(crate) fn start(
         handle: TransportHandle,
         established: Established,
@@ -115,6 +119,7 @@ impl TcpDriver {
         let (me, world) = (handle.rank(), handle.world());
         let mut peers = Vec::new();
         let mut owed = VecDeque::new();
+        let watcher = Watcher::start(me, handle.wakeup().clone())?;
         for (index, streams) in established.streams.into_iter().enumerate() {
             let Some([control, action]) = streams else {
                 continue;
@@ -125,15 +130,11 @@ impl TcpDriver {
             let ctx = DecodeContext::new(Channel::Control, rank, world, limits)
                 .expect("limits were validated");
             let start = |stream, channel| {
-                Connection::start(
-                    stream,
-                    ctx.with_channel(channel),
-                    &config,
-                    handle.wakeup().clone(),
-                )
+                Connection::start(stream, ctx.with_channel(channel), &config, &watcher)
             };
-            // On failure the connections started so far are dropped: their
-            // sockets close, which ends their watchers.
+            // On failure the connections started so far are dropped (their
+            // sockets leave the set and close) and so is the watcher, which
+            // stops its thread.
             let lanes = [
                 start(control, Channel::Control)?,
                 start(action, Channel::Action)?,
@@ -151,6 +152,7 @@ impl TcpDriver {
             me,
             config,
             peers,
+            watcher,
             owed,
             stash: [None, None],
             loopback: [VecDeque::new(), VecDeque::new()],
@@ -223,27 +225,23 @@ impl TcpDriver {
         counts
     }
 
-    /// Joins the watcher threads, waiting at most until `deadline`; the
-    /// ones still running are left to end on their own (they are stopped
-    /// and their sockets are shut down).
-    fn join_watchers(&mut self, deadline: Instant) {
+    /// Stops the watcher thread and joins it, waiting at most until
+    /// `deadline`; if it is still running then, it is left to end on its
+    /// own (it is stopped, and its wait ends on the stop signal).
+    fn join_watcher(&mut self, deadline: Instant) {
+        self.watcher.stop();
+        let thread = self.watcher.thread();
         loop {
-            let mut running = false;
-            for conn in self.peers.iter_mut().flat_map(|peer| peer.lanes.iter_mut()) {
-                let thread = conn.watcher.thread();
-                match thread.take() {
-                    Some(watcher) if watcher.is_finished() => {
-                        let _ = watcher.join();
-                    }
-                    Some(watcher) => {
-                        *thread = Some(watcher);
-                        running = true;
-                    }
-                    None => {}
+            match thread.take() {
+                Some(watcher) if watcher.is_finished() => {
+                    let _ = watcher.join();
+                    return;
                 }
+                Some(watcher) => *thread = Some(watcher),
+                None => return,
             }
             let now = Instant::now();
-            if !running || now >= deadline {
+            if now >= deadline {
                 return;
             }
             thread::sleep((deadline - now).min(Duration::from_millis(1)));
@@ -289,12 +287,12 @@ impl TransportDriver for TcpDriver {
     /// Waits until something may be there to poll, for at most `timeout`.
     ///
     /// First, for up to `spin`, the owner looks at the sockets itself
-    /// (a non-blocking `peek` on each live connection, yielding its core
-    /// between looks) and at the handle's wakeup, which every `try_send`
-    /// and worker completion triggers; an arrival caught here costs no
-    /// thread wake-up at all. Then it arms every connection's watcher and
-    /// parks on the wakeup until a watcher, a sender or the timeout ends
-    /// the wait. Bytes already read and not yet handed over end the wait
+    /// (one non-blocking `epoll_wait` on the set of every live
+    /// connection, yielding its core between looks) and at the handle's
+    /// wakeup, which every `try_send` and worker completion triggers; an
+    /// arrival caught here costs no thread wake-up at all. Then it arms the
+    /// watcher and parks on the wakeup until the watcher, a sender or the
+    /// timeout ends the wait. Bytes already read and not yet handed over end the wait
     /// at once.
     ///
     /// While a socket's buffer is full, nothing wakes the owner when it
@@ -320,9 +318,7 @@ impl TransportDriver for TcpDriver {
                 .min(self.blocked_pause)
                 .min(self.config.blocked_write_retry);
             self.blocked_pause = (self.blocked_pause * 2).min(self.config.blocked_write_retry);
-            for conn in live() {
-                conn.arm();
-            }
+            self.watcher.arm();
             self.handle.wakeup().wait(pause, pause);
             return;
         }
@@ -330,7 +326,7 @@ impl TransportDriver for TcpDriver {
         let start = Instant::now();
         let spin = spin.min(timeout);
         loop {
-            if wakeup.take() || live().any(Connection::readable) {
+            if wakeup.take() || self.watcher.any_ready() {
                 return;
             }
             if start.elapsed() >= spin {
@@ -340,11 +336,10 @@ impl TransportDriver for TcpDriver {
             // handler, or the peer's owner, may need it.
             thread::yield_now();
         }
-        // An arrival after the last look is not missed: an armed watcher's
-        // `peek` returns at once when data is already there.
-        for conn in live() {
-            conn.arm();
-        }
+        // An arrival after the last look is not missed: the set is
+        // level-triggered, so an armed watcher's wait ends at once when a
+        // socket is readable already.
+        self.watcher.arm();
         wakeup.wait(Duration::ZERO, timeout.saturating_sub(start.elapsed()));
     }
 
@@ -402,8 +397,8 @@ impl TransportDriver for TcpDriver {
 
     /// Closes the transport without waiting on peers: closes the handle
     /// and discards its queued frames, fails the unwritten ones on the
-    /// handle, shuts every socket down (ending the watchers' waits), and
-    /// joins the watcher threads until `deadline` at the latest. Later
+    /// handle, shuts every socket down, and stops and joins the watcher
+    /// thread until `deadline` at the latest. Later
     /// polls fail with [`TransportError::Closed`].
     ///
     /// Returns (and [`counts`](Self::counts) reports from now on) what was
@@ -441,7 +436,7 @@ impl TransportDriver for TcpDriver {
         self.loopback.iter_mut().for_each(VecDeque::clear);
         self.owed.clear();
         self.closed = Some(left);
-        self.join_watchers(deadline);
+        self.join_watcher(deadline);
         left
     }
 }

@@ -112,9 +112,10 @@
 //!   many as the poll's budget takes; the rest waits in the connection's
 //!   read buffer and nothing more is read, so TCP flow control slows the
 //!   peer. Large payloads are read straight into their frame. While the
-//!   owner is idle it first looks at the sockets itself for a short spin,
-//!   then parks, and one watcher thread per connection, blocked in
-//!   `peek`, wakes it when its socket becomes readable.
+//!   owner is idle it first looks at the sockets itself for a short spin
+//!   (one `epoll_wait` over every connection per look), then parks, and
+//!   one watcher thread, waiting on that `epoll` set, wakes it when a
+//!   socket becomes readable.
 //! - **Writing**: done by the owner thread inside `poll`, without
 //!   blocking and without a thread hand-off: it takes the handle's frames
 //!   (control first) and writes them with vectored `sendmsg` calls of up
@@ -127,8 +128,8 @@
 //! - **Shutdown**: after the queued frames, a goodbye on every connection
 //!   announcing the frames sent on it, then the write side is shut down;
 //!   a peer is drained once both its goodbyes arrived after exactly the
-//!   announced frames. `close` shuts the sockets down and joins the reader
-//!   threads with a deadline, never without one.
+//!   announced frames. `close` shuts the sockets down, stops the watcher
+//!   thread and joins it with a deadline, never without one.
 //!
 //! `docs/tcp.md` in the repository has the details, the tuning knobs
 //! ([`TcpConfig`]) and measured numbers.
@@ -136,8 +137,8 @@
 //! # Platform
 //!
 //! Linux (and Android): the owner writes with `MSG_DONTWAIT |
-//! MSG_NOSIGNAL` and reads with `MSG_DONTWAIT` on sockets left in
-//! blocking mode for the watcher threads' `peek`.
+//! MSG_NOSIGNAL` and reads with `MSG_DONTWAIT`, and the watcher waits on
+//! an `epoll` set and an `eventfd`.
 //!
 //! [`TransportHandle`]: dinah_std::transport::TransportHandle
 //! [`TransportDriver`]: dinah_std::transport::TransportDriver
@@ -148,6 +149,7 @@ mod channel;
 mod config;
 mod driver;
 mod env;
+mod epoll;
 mod error;
 mod frame;
 mod handshake;

@@ -1,13 +1,12 @@
 //! Socket set-up and the non-blocking reads and writes of the owner thread.
 //!
-//! Each connection's socket stays in blocking mode for its whole life: its
-//! watcher thread blocks in `peek` while the owner is idle (see
-//! `watch.rs`). The owner thread reads and writes the same socket without
-//! blocking by passing `MSG_DONTWAIT` on each call. (`O_NONBLOCK` cannot
-//! be used: it belongs to the open file, which the watcher shares, and
-//! would make the watcher's wait non-blocking too.) `MSG_NOSIGNAL` turns a
-//! write to a closed connection into an `EPIPE` error instead of a
-//! `SIGPIPE` that would kill a process that did not ignore it.
+//! Each connection's socket stays in blocking mode for its whole life (the
+//! set-up code uses blocking calls with timeouts); the owner thread reads
+//! and writes it without blocking by passing `MSG_DONTWAIT` on each call,
+//! and the watcher waits for readiness (see `watch.rs`), never in a socket
+//! call. `MSG_NOSIGNAL` turns a write to a closed connection into an
+//! `EPIPE` error instead of a `SIGPIPE` that would kill a process that did
+//! not ignore it.
 
 use std::io::{self, IoSlice};
 use std::mem::MaybeUninit;
@@ -27,9 +26,6 @@ const MSG_DONTWAIT: core::ffi::c_int = 0x40;
 
 /// `MSG_NOSIGNAL` on Linux: no `SIGPIPE` on a broken connection.
 const MSG_NOSIGNAL: core::ffi::c_int = 0x4000;
-
-/// `MSG_PEEK` on Linux: look at the data without taking it.
-const MSG_PEEK: core::ffi::c_int = 0x2;
 
 /// Binds a listener on `addr` (the standard library sets `SO_REUSEADDR`
 /// on Unix, so a restarted run can reuse a port in `TIME_WAIT`).
@@ -100,16 +96,6 @@ pub(crate) fn recv_onto(stream: &TcpStream, frame: &mut Vec<u8>, max: usize) -> 
     // the first `len` bytes of `frame` are initialised.
     unsafe { frame.set_len(len) };
     Ok(read)
-}
-
-/// Is there something to read (data, the end of the stream, or an error)
-/// right now? Does not take anything and does not block.
-pub(crate) fn readable(stream: &TcpStream) -> bool {
-    let mut byte = [MaybeUninit::uninit()];
-    match recv_uninit(stream, &mut byte, MSG_DONTWAIT | MSG_PEEK) {
-        Ok(_) => true,
-        Err(error) => error.kind() != io::ErrorKind::WouldBlock,
-    }
 }
 
 fn recv_uninit(
@@ -191,21 +177,23 @@ mod tests {
     #[test]
     fn reads_take_what_is_there_and_never_block() {
         let (client, server) = pair();
+        let set = crate::epoll::Epoll::new().unwrap();
+        set.add(std::os::fd::AsRawFd::as_raw_fd(&client)).unwrap();
+        let readable = || set.any_ready();
         let mut buf = [0u8; 16];
-        assert!(!readable(&client));
+        assert!(!readable());
         let error = recv_nonblocking(&client, &mut buf).unwrap_err();
         assert_eq!(error.kind(), io::ErrorKind::WouldBlock);
         std::io::Write::write_all(&mut &server, b"hello").unwrap();
-        while !readable(&client) {
+        while !readable() {
             std::thread::yield_now();
         }
-        // Peeking took nothing.
         assert_eq!(recv_nonblocking(&client, &mut buf).unwrap(), 5);
         assert_eq!(&buf[..5], b"hello");
         std::io::Write::write_all(&mut &server, b"0123456789").unwrap();
         let mut frame = Vec::with_capacity(8);
         frame.extend_from_slice(b"ab");
-        while !readable(&client) {
+        while !readable() {
             std::thread::yield_now();
         }
         // At most `max` bytes, and never past the reserved capacity.
@@ -218,7 +206,7 @@ mod tests {
         assert_eq!(frame, b"ab0123456789");
         // The end of the stream reads as 0 and counts as readable.
         drop(server);
-        while !readable(&client) {
+        while !readable() {
             std::thread::yield_now();
         }
         assert_eq!(recv_nonblocking(&client, &mut buf).unwrap(), 0);

@@ -39,7 +39,7 @@ impl TcpTransport {
     /// Connects this rank to every other rank: binds (or takes) this
     /// rank's listener, dials every lower rank and accepts every higher
     /// one, two connections per peer (control and action), exchanges and
-    /// checks hellos on each, and starts the watcher threads. Blocks until
+    /// checks hellos on each, and starts the watcher thread. Blocks until
     /// every connection is up or
     /// [`setup_timeout`](TcpConfig::setup_timeout) passes.
     ///
@@ -52,8 +52,8 @@ impl TcpTransport {
     /// # Errors
     ///
     /// [`TcpError::InvalidConfig`] or [`TcpError::LocalHello`] for bad
-    /// arguments; [`TcpError::Io`] if the listener cannot be bound or a
-    /// watcher thread cannot start; the error of dialling a lower rank
+    /// arguments; [`TcpError::Io`] if the listener cannot be bound or the
+    /// watcher (its `epoll` set or thread) cannot start; the error of dialling a lower rank
     /// ([`TcpError::Connect`], [`TcpError::Mismatch`],
     /// [`TcpError::UnexpectedPeer`], [`TcpError::HandshakeClosed`]...);
     /// [`TcpError::SetupTimeout`] if connections are still missing at the

@@ -1,57 +1,69 @@
 //! Waking an idle owner thread when a connection has something to read.
 //!
 //! The owner reads every socket itself, without blocking, inside `poll`.
-//! While it is busy nothing else touches the sockets. Before it parks
-//! (in `idle_wait`, after a spin that looks at the sockets itself), it
-//! arms each connection's [`Watcher`]: a thread that blocks in `peek`
-//! until the socket holds data, reaches its end or fails, then wakes the
-//! owner and disarms itself. `peek` takes nothing, so the owner's reads
-//! see the stream whole, and it returns at once if data came in before
-//! the watcher got there, so no arrival between the owner's last read and
-//! its park is missed.
+//! While it is busy nothing else touches the sockets. Every connection's
+//! socket is registered in the driver's one `epoll` set (see `epoll.rs`),
+//! so whether any socket is readable is one system call however many peers
+//! there are: the owner's idle spin asks exactly that. Before the owner
+//! parks, it arms the driver's [`Watcher`]: one thread that waits on the
+//! whole set until a socket holds data, reaches its end or fails, then
+//! wakes the owner and disarms itself. The set is level-triggered, so a
+//! socket that became readable between the owner's last read and the
+//! arming ends the wait at once (no arrival is missed), and readiness
+//! takes nothing from a socket (the owner reads every stream whole).
 //!
-//! A watcher stays armed until it fires: an armed watcher whose socket
-//! stays quiet costs nothing, and the next park finds it armed already.
-//! The cost of a wake-up is paid only by an owner that actually parked
-//! (or a socket that got data while the owner was busy, which then wakes
-//! it once without a park to end).
+//! A watcher stays armed until it fires; disarmed, it waits on a condition
+//! variable, not on the sockets, so a socket the busy owner has not read
+//! yet costs nothing. A connection leaves the set when its stream ends or
+//! it is aborted ([`Registration::cancel`]), so a finished stream never
+//! keeps the set readable. Stopping signals an `eventfd` the thread waits
+//! on beside the set, so it ends at once, without touching the sockets.
+//!
+//! This replaced one watcher thread per connection, each blocked in
+//! `peek` on its socket: two threads per peer, and an idle spin that
+//! looked at every socket in turn.
 
 use std::net::TcpStream;
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
 
 use dinah_core::Rank;
-use dinah_core::wire::Channel;
 use dinah_std::transport::{IoOp, Wakeup};
 
+use crate::epoll::{Epoll, EventFd, wait_either};
 use crate::error::TcpError;
 
-/// Stack size of a watcher thread: it only peeks one byte.
+/// Stack size of the watcher thread: it only waits.
 const WATCHER_STACK: usize = 64 << 10;
 
-/// The owner's side of one connection's watcher thread.
+/// The owner's side of a driver's watcher thread.
 #[derive(Debug)]
 pub(crate) struct Watcher {
-    state: Arc<State>,
+    shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
 }
 
-#[derive(Debug, Default)]
-struct State {
+#[derive(Debug)]
+struct Shared {
+    /// Every live connection's socket.
+    set: Epoll,
+    /// Signalled to interrupt the thread's wait (to stop it).
+    signal: EventFd,
     flags: Mutex<Flags>,
     changed: Condvar,
 }
 
 #[derive(Debug, Default, Clone, Copy)]
 struct Flags {
-    /// The owner is (about to be) parked: wake it when the socket is
+    /// The owner is (about to be) parked: wake it when a socket is
     /// readable.
     armed: bool,
-    /// The connection is closing: end the thread.
+    /// The driver is closing: end the thread.
     stop: bool,
 }
 
-impl State {
+impl Shared {
     fn flags(&self) -> std::sync::MutexGuard<'_, Flags> {
         // The lock guards two booleans and no code that can panic while
         // holding it; a poisoned lock still holds valid flags.
@@ -60,48 +72,79 @@ impl State {
 }
 
 impl Watcher {
-    /// Starts the watcher of `stream` (`peer`'s `channel` connection),
-    /// waking `wakeup`; it starts disarmed.
+    /// Starts the watcher of rank `me`'s driver, waking `wakeup`; it
+    /// starts disarmed, with no socket in its set.
     ///
     /// # Errors
     ///
-    /// [`TcpError::Io`] if the thread cannot be spawned.
-    pub(crate) fn start(
-        stream: Arc<TcpStream>,
-        peer: Rank,
-        channel: Channel,
-        wakeup: Wakeup,
-    ) -> Result<Self, TcpError> {
-        let state = Arc::new(State::default());
+    /// [`TcpError::Io`] if the set or the eventfd cannot be created or the
+    /// thread cannot be spawned.
+    pub(crate) fn start(me: Rank, wakeup: Wakeup) -> Result<Self, TcpError> {
+        let io = |e| TcpError::io(None, IoOp::Spawn, e);
+        let shared = Arc::new(Shared {
+            set: Epoll::new().map_err(io)?,
+            signal: EventFd::new().map_err(io)?,
+            flags: Mutex::new(Flags::default()),
+            changed: Condvar::new(),
+        });
         let thread = {
-            let state = Arc::clone(&state);
+            let shared = Arc::clone(&shared);
             thread::Builder::new()
-                .name(format!("dinah-tcp-{}-{channel}", peer.get()))
+                .name(format!("dinah-tcp-{}-watch", me.get()))
                 .stack_size(WATCHER_STACK)
-                .spawn(move || watch(&stream, &state, &wakeup))
-                .map_err(|e| TcpError::io(Some(peer), IoOp::Spawn, e))?
+                .spawn(move || watch(&shared, &wakeup))
+                .map_err(io)?
         };
         Ok(Self {
-            state,
+            shared,
             thread: Some(thread),
         })
     }
 
-    /// Asks the watcher to wake the owner once the socket is readable (at
-    /// once if it is already). Cheap when it is armed already.
+    /// Adds `stream` (a connection to `peer`) to the set; it stays there
+    /// until the returned registration is cancelled or dropped.
+    ///
+    /// # Errors
+    ///
+    /// [`TcpError::Io`] if the socket cannot be added.
+    pub(crate) fn register(
+        &self,
+        stream: &TcpStream,
+        peer: Rank,
+    ) -> Result<Registration, TcpError> {
+        let fd = stream.as_raw_fd();
+        self.shared
+            .set
+            .add(fd)
+            .map_err(|e| TcpError::io(Some(peer), IoOp::Configure, e))?;
+        Ok(Registration {
+            shared: Arc::clone(&self.shared),
+            fd: Some(fd),
+        })
+    }
+
+    /// Is any registered socket readable (data, its end, or an error)
+    /// right now? One system call, whatever the number of connections.
+    pub(crate) fn any_ready(&self) -> bool {
+        self.shared.set.any_ready()
+    }
+
+    /// Asks the watcher to wake the owner once a registered socket is
+    /// readable (at once if one is already). Cheap when it is armed
+    /// already.
     pub(crate) fn arm(&self) {
-        let mut flags = self.state.flags();
+        let mut flags = self.shared.flags();
         if !flags.armed && !flags.stop {
             flags.armed = true;
-            self.state.changed.notify_one();
+            self.shared.changed.notify_one();
         }
     }
 
-    /// Tells the thread to end. A watcher blocked in `peek` ends once the
-    /// socket is shut down (the caller does that).
+    /// Tells the thread to end; it does at once, armed or not.
     pub(crate) fn stop(&self) {
-        self.state.flags().stop = true;
-        self.state.changed.notify_one();
+        self.shared.flags().stop = true;
+        self.shared.changed.notify_one();
+        self.shared.signal.signal();
     }
 
     /// The thread, until joined.
@@ -110,15 +153,47 @@ impl Watcher {
     }
 }
 
-/// The watcher thread: waits to be armed, then for the socket to become
-/// readable, then wakes the owner; until stopped.
-fn watch(stream: &TcpStream, state: &State, wakeup: &Wakeup) {
-    let mut byte = [0u8; 1];
+impl Drop for Watcher {
+    /// Stops the thread (without waiting for it).
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A socket's place in a watcher's set.
+#[derive(Debug)]
+pub(crate) struct Registration {
+    shared: Arc<Shared>,
+    /// The socket, until the registration is cancelled.
+    fd: Option<RawFd>,
+}
+
+impl Registration {
+    /// Takes the socket out of the set (idempotent). Call it before the
+    /// socket closes: a closed descriptor's number may be reused.
+    pub(crate) fn cancel(&mut self) {
+        if let Some(fd) = self.fd.take() {
+            // Nothing useful to do if it fails: the socket is about to be
+            // shut down, and closing it removes it from the set as well.
+            let _ = self.shared.set.remove(fd);
+        }
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        self.cancel();
+    }
+}
+
+/// The watcher thread: waits to be armed, then for a registered socket to
+/// become readable, then wakes the owner; until stopped.
+fn watch(shared: &Shared, wakeup: &Wakeup) {
     loop {
         {
-            let mut flags = state.flags();
+            let mut flags = shared.flags();
             while !flags.armed && !flags.stop {
-                flags = state
+                flags = shared
                     .changed
                     .wait(flags)
                     .unwrap_or_else(PoisonError::into_inner);
@@ -127,18 +202,21 @@ fn watch(stream: &TcpStream, state: &State, wakeup: &Wakeup) {
                 return;
             }
         }
-        // Blocks until there is data, the end of the stream or an error;
-        // whichever it is, the owner's next read finds out. An interrupted
-        // peek wakes the owner too, which re-arms at its next park.
-        let _ = stream.peek(&mut byte);
-        {
-            let mut flags = state.flags();
-            flags.armed = false;
-            if flags.stop {
-                return;
-            }
+        // Blocks until a socket has data, its end or an error, or the
+        // signal; an interrupted wait just goes round again.
+        let readable = wait_either(&shared.set, &shared.signal, None);
+        if readable.second {
+            shared.signal.reset();
         }
-        wakeup.wake();
+        let mut flags = shared.flags();
+        if flags.stop {
+            return;
+        }
+        if readable.first && flags.armed {
+            flags.armed = false;
+            drop(flags);
+            wakeup.wake();
+        }
     }
 }
 
@@ -152,59 +230,98 @@ mod tests {
 
     use super::*;
 
-    fn pair() -> (Arc<TcpStream>, TcpStream) {
+    fn pair() -> (TcpStream, TcpStream) {
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
         let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         let (server, _) = listener.accept().unwrap();
-        (Arc::new(client), server)
+        (client, server)
     }
 
-    fn peer() -> Rank {
-        WorldSize::new(2).unwrap().rank(1).unwrap()
+    fn rank(n: u32) -> Rank {
+        WorldSize::new(4).unwrap().rank(n).unwrap()
+    }
+
+    fn woken(wakeup: &Wakeup) -> bool {
+        let start = Instant::now();
+        while !wakeup.wait(Duration::ZERO, Duration::from_secs(10)) {
+            if start.elapsed() > Duration::from_secs(10) {
+                return false;
+            }
+        }
+        true
     }
 
     #[test]
-    fn an_armed_watcher_wakes_the_owner_once_per_arrival() {
-        let (client, mut server) = pair();
+    fn an_armed_watcher_wakes_the_owner_once_per_arrival_on_any_socket() {
+        let (first, mut first_peer) = pair();
+        let (second, mut second_peer) = pair();
         let wakeup = Wakeup::new();
         assert!(wakeup.bind_current());
-        let mut watcher =
-            Watcher::start(Arc::clone(&client), peer(), Channel::Action, wakeup.clone()).unwrap();
-        // Disarmed: data arriving wakes nobody.
-        server.write_all(b"a").unwrap();
+        let mut watcher = Watcher::start(rank(0), wakeup.clone()).unwrap();
+        let _first = watcher.register(&first, rank(1)).unwrap();
+        let _second = watcher.register(&second, rank(2)).unwrap();
+        assert!(!watcher.any_ready());
+        // Disarmed: data arriving wakes nobody, but the owner can see it.
+        first_peer.write_all(b"a").unwrap();
         assert!(!wakeup.wait(Duration::ZERO, Duration::from_millis(50)));
+        assert!(watcher.any_ready());
         // Armed with data already there: wakes at once.
         watcher.arm();
-        assert!(wakeup.wait(Duration::ZERO, Duration::from_secs(10)));
+        assert!(woken(&wakeup));
         // It disarmed itself: the unread byte does not wake again.
         assert!(!wakeup.wait(Duration::ZERO, Duration::from_millis(50)));
         let mut buf = [0u8; 8];
         assert_eq!(
-            crate::socket::recv_nonblocking(&client, &mut buf).unwrap(),
+            crate::socket::recv_nonblocking(&first, &mut buf).unwrap(),
             1
         );
-        // Armed on an empty socket: wakes when data arrives later.
+        assert!(!watcher.any_ready());
+        // Armed on quiet sockets: wakes when data arrives later, on the
+        // other connection this time.
         watcher.arm();
         let late = thread::spawn(move || {
             thread::sleep(Duration::from_millis(20));
-            server.write_all(b"b").unwrap();
-            server
+            second_peer.write_all(b"b").unwrap();
+            second_peer
         });
-        let start = Instant::now();
-        while !wakeup.wait(Duration::ZERO, Duration::from_secs(10)) {
-            assert!(start.elapsed() < Duration::from_secs(10), "never woken");
-        }
-        let server = late.join().unwrap();
+        assert!(woken(&wakeup), "never woken");
+        let second_peer = late.join().unwrap();
         assert_eq!(
-            crate::socket::recv_nonblocking(&client, &mut buf).unwrap(),
+            crate::socket::recv_nonblocking(&second, &mut buf).unwrap(),
             1
         );
-        // Stopping ends a watcher blocked in `peek` once the socket is shut.
+        // Stopping ends a watcher blocked on quiet sockets, without
+        // touching them.
         watcher.arm();
         thread::sleep(Duration::from_millis(10));
         watcher.stop();
-        client.shutdown(Shutdown::Both).unwrap();
         watcher.thread().take().unwrap().join().unwrap();
-        drop(server);
+        drop((first_peer, second_peer));
+    }
+
+    #[test]
+    fn a_cancelled_registration_no_longer_wakes_the_owner() {
+        let (ended, ended_peer) = pair();
+        let (quiet, _quiet_peer) = pair();
+        let wakeup = Wakeup::new();
+        assert!(wakeup.bind_current());
+        let watcher = Watcher::start(rank(0), wakeup.clone()).unwrap();
+        let mut ended_registration = watcher.register(&ended, rank(1)).unwrap();
+        let _quiet = watcher.register(&quiet, rank(2)).unwrap();
+        // A stream that ended stays readable (its end) until it leaves the
+        // set.
+        ended_peer.shutdown(Shutdown::Write).unwrap();
+        watcher.arm();
+        assert!(woken(&wakeup));
+        ended_registration.cancel();
+        ended_registration.cancel();
+        assert!(!watcher.any_ready());
+        watcher.arm();
+        assert!(
+            !wakeup.wait(Duration::ZERO, Duration::from_millis(50)),
+            "a cancelled socket woke the owner"
+        );
+        drop(watcher);
+        drop(ended_peer);
     }
 }

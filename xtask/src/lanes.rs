@@ -357,8 +357,9 @@ fn miri(lane: &LaneRun) -> Result<()> {
         .run()?;
     // The only `unsafe` outside the FFI crates: the scheduler's
     // uninitialised result slots. Its unit tests use `cfg(miri)` sizes.
-    // (dinah-mpi's and the launcher's `unsafe` are MPI and libc calls,
-    // which Miri cannot execute.) Also the batch results, which free their
+    // (dinah-mpi's `unsafe` is MPI calls, and dinah-tcp's is the launcher's
+    // libc calls, its socket reads and its epoll/eventfd/poll calls, all
+    // of which Miri cannot execute.) Also the batch results, which free their
     // failures by hand (safe code, but Miri's leak check proves each one
     // is freed once).
     lane.cargo([
