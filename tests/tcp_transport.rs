@@ -721,3 +721,110 @@ fn a_parked_owner_is_woken_when_its_peer_sends() {
     assert_eq!((from, channel, seq_of(bytes)), (zero, Channel::Control, 9));
     drop(sender);
 }
+
+/// With a peer gone (its streams ended), a survivor's idle wait still
+/// parks: an ended stream leaves the watcher's set instead of keeping it
+/// readable, which would end every idle wait at once and turn the idle
+/// owner into a busy loop. Also after a graceful drain.
+#[test]
+fn ended_streams_do_not_cut_idle_waits_short() {
+    let parks = |node: &mut Node| {
+        assert!(node.handle.wakeup().bind_current());
+        let _ = node.handle.wakeup().take();
+        let wait = Duration::from_millis(300);
+        let start = Instant::now();
+        node.driver.idle_wait(Duration::ZERO, wait);
+        // A lower bound only: the wait may run late, never early.
+        assert!(
+            start.elapsed() >= wait - Duration::from_millis(50),
+            "rank {}: the idle wait ended after {:?}",
+            node.rank().get(),
+            start.elapsed()
+        );
+    };
+    let mut nodes = connect(3, TcpConfig::default(), roomy());
+    pump(&mut nodes, "every peer up", |nodes| {
+        nodes.iter().all(|n| n.driver.counts().undrained_peers == 2)
+    });
+    let gone = nodes.pop().unwrap();
+    drop(gone);
+    pump(&mut nodes, "the peer-down reports", |nodes| {
+        nodes.iter().all(|n| !n.downs().is_empty())
+    });
+    parks(&mut nodes[0]);
+    // The two survivors drain each other gracefully (goodbyes, then the
+    // ends of both streams). An end not read yet ends an idle wait (the
+    // next poll has it to read); once the polls have read both ends, the
+    // idle waits park again.
+    for node in &mut nodes {
+        node.driver.begin_shutdown();
+    }
+    pump(&mut nodes, "the drain", |nodes| {
+        nodes.iter().all(|n| n.driver.is_drained())
+    });
+    let start = Instant::now();
+    loop {
+        for node in &mut nodes {
+            node.poll();
+        }
+        if node_parks_briefly(&mut nodes[0]) && node_parks_briefly(&mut nodes[1]) {
+            break;
+        }
+        assert!(
+            start.elapsed() < PATIENCE,
+            "the ended streams keep ending the idle waits"
+        );
+    }
+    parks(&mut nodes[1]);
+}
+
+/// Whether an idle wait of 20 ms lasts (nearly) that long.
+fn node_parks_briefly(node: &mut Node) -> bool {
+    assert!(node.handle.wakeup().bind_current());
+    let _ = node.handle.wakeup().take();
+    let wait = Duration::from_millis(20);
+    let start = Instant::now();
+    node.driver.idle_wait(Duration::ZERO, wait);
+    start.elapsed() >= wait - Duration::from_millis(5)
+}
+
+/// In a world of 6 (ten sockets per rank in the watcher's set), a parked
+/// owner is woken by whichever peer sends, here the highest rank.
+#[test]
+fn a_parked_owner_in_a_world_of_6_is_woken_by_any_peer() {
+    let mut nodes = connect(6, TcpConfig::default(), roomy());
+    pump(&mut nodes, "every peer up", |nodes| {
+        nodes.iter().all(|n| n.driver.counts().undrained_peers == 5)
+    });
+    let mut receiver = nodes.remove(0);
+    let mut sender = nodes.pop().unwrap();
+    let (to, from) = (receiver.rank(), sender.rank());
+    let send = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(50));
+        sender
+            .handle
+            .try_send(to, Channel::Action, request(from, 3, 16))
+            .unwrap();
+        sender.poll();
+        sender
+    });
+    assert!(receiver.handle.wakeup().bind_current());
+    let start = Instant::now();
+    receiver.driver.idle_wait(Duration::ZERO, PATIENCE * 2);
+    assert!(
+        start.elapsed() < PATIENCE,
+        "the watcher never woke the owner"
+    );
+    let sender = send.join().unwrap();
+    let start = Instant::now();
+    while receiver.frames().count() == 0 {
+        assert!(start.elapsed() < PATIENCE, "the frame never came");
+        receiver.poll();
+    }
+    let (got_from, channel, bytes) = receiver.frames().next().unwrap();
+    assert_eq!(
+        (got_from, channel, seq_of(bytes)),
+        (from, Channel::Action, 3)
+    );
+    drop((sender, nodes));
+}
