@@ -284,11 +284,10 @@ fn frames_of_every_size_and_request_reuse(world: &SimpleCommunicator) {
             .map(Vec::len)
             .sum::<usize>()) as u64
     );
-    assert_eq!(
-        (counts.in_flight_frames, counts.retained_bytes),
-        (0, 0),
-        "{counts:?}"
-    );
+    // Nothing of this rank's is in flight. Received bytes are checked
+    // after the close: a peer that finished first may have sent its
+    // goodbyes already, and this rank may be receiving them.
+    assert_eq!(counts.in_flight_frames, 0, "{counts:?}");
     assert_eq!(handle.counts().frames_sent, total as u64);
     assert_handle_empty(&handle, "after the exchange");
     let closed = shut_down(driver, drained);
@@ -374,11 +373,10 @@ fn small_frames_in_batches_under_a_budget_of_one(world: &SimpleCommunicator) {
     let counts = driver.counts();
     assert_eq!(counts.frames_received, total as u64);
     assert_eq!(counts.bytes_received, total_bytes as u64);
-    assert_eq!(
-        (counts.in_flight_frames, counts.retained_bytes),
-        (0, 0),
-        "{counts:?}"
-    );
+    // Nothing of this rank's is in flight. Received bytes are checked
+    // after the close: a peer that finished first may have sent its
+    // goodbyes already, and this rank may be receiving them.
+    assert_eq!(counts.in_flight_frames, 0, "{counts:?}");
     let sent = handle.counts();
     assert_eq!(
         (sent.frames_sent, sent.bytes_sent),
