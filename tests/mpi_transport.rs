@@ -186,6 +186,76 @@ fn assert_handle_empty(handle: &TransportHandle, what: &str) {
     );
 }
 
+/// What [`receive_in_order`] saw.
+struct Exchange {
+    /// Frames and bytes received (all of the expected ones).
+    frames: usize,
+    bytes: usize,
+    /// `PeerUp` events seen.
+    ups: u32,
+    /// Peers whose `PeerDrained` was seen.
+    drained: Vec<Rank>,
+}
+
+/// Polls with `budget` until every frame of `expected` (per lane) came
+/// from `previous` and nothing of this rank's is in flight; checks that
+/// each lane's frames are exactly the expected ones, in order, and that
+/// the driver counted them.
+fn receive_in_order(
+    driver: &mut MpiDriver,
+    what: &str,
+    budget: usize,
+    previous: Rank,
+    expected: &[Vec<Vec<u8>>; 2],
+) -> Exchange {
+    let frames = expected[0].len() + expected[1].len();
+    let bytes: usize = expected.iter().flatten().map(Vec::len).sum();
+    let mut received = [Vec::new(), Vec::new()];
+    let mut exchange = Exchange {
+        frames,
+        bytes,
+        ups: 0,
+        drained: Vec::new(),
+    };
+    poll_until(driver, what, budget, |driver, events| {
+        for event in events.drain(..) {
+            match event {
+                TransportEvent::Frame {
+                    from,
+                    channel,
+                    bytes,
+                } => {
+                    assert_eq!(from, previous);
+                    received[channel.index()].push(bytes);
+                }
+                TransportEvent::PeerUp { .. } => exchange.ups += 1,
+                TransportEvent::PeerDrained { peer } => exchange.drained.push(peer),
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        received[0].len() + received[1].len() == frames && driver.handle().counts().in_flight == 0
+    });
+    for channel in Channel::ALL {
+        let (got, want) = (&received[channel.index()], &expected[channel.index()]);
+        assert_eq!(got.len(), want.len(), "{channel} frames");
+        if let Some(i) = got.iter().zip(want).position(|(got, want)| got != want) {
+            panic!(
+                "{channel} frame {i}: {} bytes, expected {} in order",
+                got[i].len(),
+                want[i].len()
+            );
+        }
+    }
+    let counts = driver.counts();
+    assert_eq!(counts.frames_received, frames as u64);
+    assert_eq!(counts.bytes_received, bytes as u64);
+    // Nothing of this rank's is in flight. Received bytes are checked
+    // after the close: a peer that finished first may have sent its
+    // goodbyes already, and this rank may be receiving them.
+    assert_eq!(counts.in_flight_frames, 0, "{counts:?}");
+    exchange
+}
+
 // ---------------------------------------------------------------------------
 // The driver alone.
 
@@ -239,58 +309,11 @@ fn frames_of_every_size_and_request_reuse(world: &SimpleCommunicator) {
             index += 1;
         }
     }
-    let mut received = [Vec::new(), Vec::new()];
-    let mut ups = 0;
-    let mut drained = Vec::new();
-    let total = expected[0].len() + expected[1].len();
-    poll_until(&mut driver, "every frame", 16, |driver, events| {
-        for event in events.drain(..) {
-            match event {
-                TransportEvent::Frame {
-                    from,
-                    channel,
-                    bytes,
-                } => {
-                    assert_eq!(from, previous);
-                    received[channel.index()].push(bytes);
-                }
-                TransportEvent::PeerUp { .. } => ups += 1,
-                TransportEvent::PeerDrained { peer } => drained.push(peer),
-                other => panic!("unexpected {other:?}"),
-            }
-        }
-        received[0].len() + received[1].len() == total && driver.handle().counts().in_flight == 0
-    });
-    assert_eq!(ups, size - 1, "one PeerUp per peer");
-    for channel in Channel::ALL {
-        let (got, want) = (&received[channel.index()], &expected[channel.index()]);
-        assert_eq!(got.len(), want.len(), "{channel} frames");
-        for (i, (got, want)) in got.iter().zip(want).enumerate() {
-            assert!(
-                got == want,
-                "{channel} frame {i}: {} bytes, expected {} in order",
-                got.len(),
-                want.len()
-            );
-        }
-    }
-    let counts = driver.counts();
-    assert_eq!(counts.frames_received, total as u64);
-    assert_eq!(
-        counts.bytes_received,
-        (expected[0]
-            .iter()
-            .chain(&expected[1])
-            .map(Vec::len)
-            .sum::<usize>()) as u64
-    );
-    // Nothing of this rank's is in flight. Received bytes are checked
-    // after the close: a peer that finished first may have sent its
-    // goodbyes already, and this rank may be receiving them.
-    assert_eq!(counts.in_flight_frames, 0, "{counts:?}");
-    assert_eq!(handle.counts().frames_sent, total as u64);
+    let exchange = receive_in_order(&mut driver, "every frame", 16, previous, &expected);
+    assert_eq!(exchange.ups, size - 1, "one PeerUp per peer");
+    assert_eq!(handle.counts().frames_sent, exchange.frames as u64);
     assert_handle_empty(&handle, "after the exchange");
-    let closed = shut_down(driver, drained);
+    let closed = shut_down(driver, exchange.drained);
     assert_all_zero(closed, "after the close");
     assert_handle_empty(&handle, "after the close");
     assert!(handle.is_closed());
@@ -337,53 +360,17 @@ fn small_frames_in_batches_under_a_budget_of_one(world: &SimpleCommunicator) {
             .expect("queued");
         expected[channel.index()].push(frame(previous.get(), index));
     }
-    let total = ACTION + CONTROL;
-    let total_bytes: usize = expected.iter().flatten().map(Vec::len).sum();
-    let mut received = [Vec::new(), Vec::new()];
-    let mut drained = Vec::new();
-    poll_until(&mut driver, "every small frame", 1, |driver, events| {
-        for event in events.drain(..) {
-            match event {
-                TransportEvent::Frame {
-                    from,
-                    channel,
-                    bytes,
-                } => {
-                    assert_eq!(from, previous);
-                    received[channel.index()].push(bytes);
-                }
-                TransportEvent::PeerDrained { peer } => drained.push(peer),
-                TransportEvent::PeerUp { .. } => {}
-                other => panic!("unexpected {other:?}"),
-            }
-        }
-        received[0].len() + received[1].len() == total && driver.handle().counts().in_flight == 0
-    });
-    for channel in Channel::ALL {
-        let (got, want) = (&received[channel.index()], &expected[channel.index()]);
-        assert_eq!(got.len(), want.len(), "{channel} frames");
-        if let Some(i) = got.iter().zip(want).position(|(got, want)| got != want) {
-            panic!(
-                "{channel} frame {i}: {} bytes, expected {} in order",
-                got[i].len(),
-                want[i].len()
-            );
-        }
-    }
-    let counts = driver.counts();
-    assert_eq!(counts.frames_received, total as u64);
-    assert_eq!(counts.bytes_received, total_bytes as u64);
-    // Nothing of this rank's is in flight. Received bytes are checked
-    // after the close: a peer that finished first may have sent its
-    // goodbyes already, and this rank may be receiving them.
-    assert_eq!(counts.in_flight_frames, 0, "{counts:?}");
+    let exchange = receive_in_order(&mut driver, "every small frame", 1, previous, &expected);
     let sent = handle.counts();
     assert_eq!(
         (sent.frames_sent, sent.bytes_sent),
-        (total as u64, total_bytes as u64)
+        (exchange.frames as u64, exchange.bytes as u64)
     );
     assert_handle_empty(&handle, "after the small frames");
-    assert_all_zero(shut_down(driver, drained), "after the small frames");
+    assert_all_zero(
+        shut_down(driver, exchange.drained),
+        "after the small frames",
+    );
 }
 
 /// Rank 0 fills its action lane to the next rank with 32 frames of

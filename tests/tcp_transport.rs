@@ -691,19 +691,29 @@ fn frames_beyond_the_poll_budget_wait_read_and_counted_for_the_next_poll() {
 
 #[test]
 fn a_parked_owner_is_woken_when_its_peer_sends() {
-    let (mut sender, mut receiver) = settled_pair();
-    let (zero, one) = (sender.rank(), receiver.rank());
+    let (sender, mut receiver) = settled_pair();
+    let zero = sender.rank();
+    let (_sender, got) = woken_by(&mut receiver, sender, Channel::Control, cancel(zero, 9));
+    assert_eq!(got, (zero, Channel::Control, 9));
+}
+
+/// Parks `receiver` (no spin, and a wait far longer than the test allows)
+/// while `sender`, on another thread, sends it `frame` on `channel` 50 ms
+/// later: only the receiver's watcher can end the wait early. Returns the
+/// sender and the frame's origin, lane and sequence number.
+fn woken_by(
+    receiver: &mut Node,
+    mut sender: Node,
+    channel: Channel,
+    frame: Vec<u8>,
+) -> (Node, (Rank, Channel, u64)) {
+    let to = receiver.rank();
     let send = thread::spawn(move || {
         thread::sleep(Duration::from_millis(50));
-        sender
-            .handle
-            .try_send(one, Channel::Control, cancel(zero, 9))
-            .unwrap();
+        sender.handle.try_send(to, channel, frame).unwrap();
         sender.poll();
         sender
     });
-    // No spin: the owner parks at once, with nothing to read, for far
-    // longer than the test allows; only its watcher can end the wait early.
     assert!(receiver.handle.wakeup().bind_current());
     let start = Instant::now();
     receiver.driver.idle_wait(Duration::ZERO, PATIENCE * 2);
@@ -718,8 +728,7 @@ fn a_parked_owner_is_woken_when_its_peer_sends() {
         receiver.poll();
     }
     let (from, channel, bytes) = receiver.frames().next().unwrap();
-    assert_eq!((from, channel, seq_of(bytes)), (zero, Channel::Control, 9));
-    drop(sender);
+    (sender, (from, channel, seq_of(bytes)))
 }
 
 /// With a peer gone (its streams ended), a survivor's idle wait still
@@ -797,34 +806,10 @@ fn a_parked_owner_in_a_world_of_6_is_woken_by_any_peer() {
         nodes.iter().all(|n| n.driver.counts().undrained_peers == 5)
     });
     let mut receiver = nodes.remove(0);
-    let mut sender = nodes.pop().unwrap();
-    let (to, from) = (receiver.rank(), sender.rank());
-    let send = thread::spawn(move || {
-        thread::sleep(Duration::from_millis(50));
-        sender
-            .handle
-            .try_send(to, Channel::Action, request(from, 3, 16))
-            .unwrap();
-        sender.poll();
-        sender
-    });
-    assert!(receiver.handle.wakeup().bind_current());
-    let start = Instant::now();
-    receiver.driver.idle_wait(Duration::ZERO, PATIENCE * 2);
-    assert!(
-        start.elapsed() < PATIENCE,
-        "the watcher never woke the owner"
-    );
-    let sender = send.join().unwrap();
-    let start = Instant::now();
-    while receiver.frames().count() == 0 {
-        assert!(start.elapsed() < PATIENCE, "the frame never came");
-        receiver.poll();
-    }
-    let (got_from, channel, bytes) = receiver.frames().next().unwrap();
-    assert_eq!(
-        (got_from, channel, seq_of(bytes)),
-        (from, Channel::Action, 3)
-    );
+    let sender = nodes.pop().unwrap();
+    let from = sender.rank();
+    let frame = request(from, 3, 16);
+    let (sender, got) = woken_by(&mut receiver, sender, Channel::Action, frame);
+    assert_eq!(got, (from, Channel::Action, 3));
     drop((sender, nodes));
 }

@@ -247,7 +247,6 @@ fn violation(error: TcpError) -> End {
 
 #[cfg(test)]
 mod tests {
-    use std::net::{Ipv4Addr, TcpListener};
     use std::time::{Duration, Instant};
 
     use dinah_core::{ProtocolLimits, WorldSize};
@@ -262,9 +261,7 @@ mod tests {
         assert!(wakeup.bind_current());
         let watcher = Watcher::start(Rank::ZERO, wakeup.clone()).unwrap();
         let start = |n: u32| {
-            let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
-            let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-            let (server, _) = listener.accept().unwrap();
+            let (client, server) = crate::socket::loopback_pair();
             let ctx = DecodeContext::new(
                 Channel::Action,
                 world.rank(n).unwrap(),

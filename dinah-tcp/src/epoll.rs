@@ -214,21 +214,15 @@ fn check(rc: libc::c_int) -> io::Result<libc::c_int> {
 #[cfg(test)]
 mod tests {
     use std::io::{Read, Write};
-    use std::net::{Ipv4Addr, Shutdown, TcpListener, TcpStream};
+    use std::net::Shutdown;
 
     use super::*;
-
-    fn pair() -> (TcpStream, TcpStream) {
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
-        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-        let (server, _) = listener.accept().unwrap();
-        (client, server)
-    }
+    use crate::socket::loopback_pair;
 
     #[test]
     fn the_set_is_ready_while_a_socket_holds_data_or_its_end() {
-        let (mut a, mut b) = pair();
-        let (c, _d) = pair();
+        let (mut a, mut b) = loopback_pair();
+        let (c, _d) = loopback_pair();
         let epoll = Epoll::new().unwrap();
         epoll.add(a.as_raw_fd()).unwrap();
         epoll.add(c.as_raw_fd()).unwrap();
@@ -253,13 +247,13 @@ mod tests {
         assert!(!epoll.any_ready());
         // Removing twice, or a socket never added, is fine.
         epoll.remove(a.as_raw_fd()).unwrap();
-        let (e, _f) = pair();
+        let (e, _f) = loopback_pair();
         epoll.remove(e.as_raw_fd()).unwrap();
     }
 
     #[test]
     fn waiting_ends_on_a_ready_socket_a_signal_or_the_timeout() {
-        let (a, mut b) = pair();
+        let (a, mut b) = loopback_pair();
         let epoll = Epoll::new().unwrap();
         epoll.add(a.as_raw_fd()).unwrap();
         let event = EventFd::new().unwrap();

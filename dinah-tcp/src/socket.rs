@@ -111,23 +111,24 @@ fn recv_uninit(
     }
 }
 
+/// A connected pair of loopback sockets, for tests.
+#[cfg(test)]
+pub(crate) fn loopback_pair() -> (TcpStream, TcpStream) {
+    let listener = bind(SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, 0))).unwrap();
+    let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let (server, _) = listener.accept().unwrap();
+    (client, server)
+}
+
 #[cfg(test)]
 mod tests {
     use std::io::Read;
-    use std::net::Ipv4Addr;
 
     use super::*;
 
-    fn pair() -> (TcpStream, TcpStream) {
-        let listener = bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).unwrap();
-        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-        let (server, _) = listener.accept().unwrap();
-        (client, server)
-    }
-
     #[test]
     fn a_full_socket_refuses_instead_of_blocking() {
-        let (client, server) = pair();
+        let (client, server) = loopback_pair();
         configure(&client, Some(Duration::from_secs(10))).unwrap();
         assert!(client.nodelay().unwrap());
         assert!(SockRef::from(&client).keepalive().unwrap());
@@ -156,7 +157,7 @@ mod tests {
 
     #[test]
     fn a_write_to_a_closed_peer_is_an_error_not_a_signal() {
-        let (client, server) = pair();
+        let (client, server) = loopback_pair();
         drop(server);
         let data = [1u8; 1024];
         let error = loop {
@@ -176,7 +177,7 @@ mod tests {
 
     #[test]
     fn reads_take_what_is_there_and_never_block() {
-        let (client, server) = pair();
+        let (client, server) = loopback_pair();
         let set = crate::epoll::Epoll::new().unwrap();
         set.add(std::os::fd::AsRawFd::as_raw_fd(&client)).unwrap();
         let readable = || set.any_ready();

@@ -223,19 +223,13 @@ fn watch(shared: &Shared, wakeup: &Wakeup) {
 #[cfg(test)]
 mod tests {
     use std::io::Write;
-    use std::net::{Ipv4Addr, Shutdown, TcpListener};
+    use std::net::Shutdown;
     use std::time::{Duration, Instant};
 
     use dinah_core::WorldSize;
 
     use super::*;
-
-    fn pair() -> (TcpStream, TcpStream) {
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
-        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-        let (server, _) = listener.accept().unwrap();
-        (client, server)
-    }
+    use crate::socket::loopback_pair;
 
     fn rank(n: u32) -> Rank {
         WorldSize::new(4).unwrap().rank(n).unwrap()
@@ -253,8 +247,8 @@ mod tests {
 
     #[test]
     fn an_armed_watcher_wakes_the_owner_once_per_arrival_on_any_socket() {
-        let (first, mut first_peer) = pair();
-        let (second, mut second_peer) = pair();
+        let (first, mut first_peer) = loopback_pair();
+        let (second, mut second_peer) = loopback_pair();
         let wakeup = Wakeup::new();
         assert!(wakeup.bind_current());
         let mut watcher = Watcher::start(rank(0), wakeup.clone()).unwrap();
@@ -301,8 +295,8 @@ mod tests {
 
     #[test]
     fn a_cancelled_registration_no_longer_wakes_the_owner() {
-        let (ended, ended_peer) = pair();
-        let (quiet, _quiet_peer) = pair();
+        let (ended, ended_peer) = loopback_pair();
+        let (quiet, _quiet_peer) = loopback_pair();
         let wakeup = Wakeup::new();
         assert!(wakeup.bind_current());
         let watcher = Watcher::start(rank(0), wakeup.clone()).unwrap();
