@@ -15,8 +15,9 @@
 //! it is. The transport never looks inside a frame, so it stays
 //! byte-transparent (the runtime validates frames, as over TCP); a lone
 //! frame that happens to start with [`BATCH_MAGIC`] is sent as a batch of
-//! one, so it cannot be mistaken for a batch. [`Unbatch`] splits a
-//! received message back into frames; a batch whose lengths do not add up
+//! one, so it cannot be mistaken for a batch. The receiver tells a batch
+//! from a single frame with [`is_batch`] and splits a batch back into its
+//! frames with [`Unbatch`]; a batch whose lengths do not add up
 //! (which this sender never produces) ends with its remaining bytes as one
 //! frame, which the runtime then rejects as malformed.
 //!
@@ -30,6 +31,8 @@
 //! [`MAX_BATCH_FRAMES`] frames and [`MAX_BATCH_BYTES`] bytes; frames of
 //! [`SMALL_FRAME`] bytes or more are never copied into one. Staging lasts
 //! one poll: everything staged is posted before the poll receives.
+
+use std::ops::Range;
 
 use dinah_core::{Rank, WorldSize};
 
@@ -226,63 +229,54 @@ impl Coalescer {
     }
 }
 
-/// Where a received message's next frame is: splits a batch into its
-/// frames, and hands any other message out whole.
+/// Is this received message a batch (rather than one frame)?
+pub(crate) fn is_batch(message: &[u8]) -> bool {
+    message.starts_with(&BATCH_MAGIC)
+}
+
+/// How far a batch was split into its frames.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Unbatch {
-    /// Nothing handed out yet (`bytes` may or may not be a batch).
+    /// Nothing handed out yet.
     Start,
-    /// Inside a batch: the next frame's length prefix is at this offset.
+    /// The next frame's length prefix is at this offset.
     At(usize),
     /// Every frame was handed out.
     Done,
 }
 
-/// One frame of a message, as [`Unbatch::next`] finds it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Piece {
-    /// The message is one frame: all of it.
-    Whole,
-    /// A frame inside a batch: these bytes of the message.
-    Part(std::ops::Range<usize>),
-}
-
 impl Unbatch {
-    /// The next frame of `bytes`, or `None` once every frame was handed
-    /// out. Advances past it.
-    pub(crate) fn next(&mut self, bytes: &[u8]) -> Option<Piece> {
+    /// Where the next frame of `batch` (a message that [`is_batch`]) is,
+    /// or `None` once every frame was handed out. Advances past it.
+    pub(crate) fn next(&mut self, batch: &[u8]) -> Option<Range<usize>> {
         let at = match *self {
             Self::Done => return None,
-            Self::Start if !bytes.starts_with(&BATCH_MAGIC) => {
-                *self = Self::Done;
-                return Some(Piece::Whole);
-            }
             Self::Start => BATCH_MAGIC.len(),
             Self::At(at) => at,
         };
-        if at >= bytes.len() {
+        if at >= batch.len() {
             *self = Self::Done;
             return None;
         }
-        let declared = bytes
+        let declared = batch
             .get(at..at + LEN_BYTES)
             .and_then(|len| <[u8; LEN_BYTES]>::try_from(len).ok())
             .map(|len| u32::from_le_bytes(len) as usize);
         let start = at + LEN_BYTES;
         match declared {
-            Some(len) if len <= bytes.len().saturating_sub(start) => {
+            Some(len) if len <= batch.len().saturating_sub(start) => {
                 let end = start + len;
-                *self = if end == bytes.len() {
+                *self = if end == batch.len() {
                     Self::Done
                 } else {
                     Self::At(end)
                 };
-                Some(Piece::Part(start..end))
+                Some(start..end)
             }
             // Lengths that do not add up: the rest is one (bad) frame.
             _ => {
                 *self = Self::Done;
-                Some(Piece::Part(at..bytes.len()))
+                Some(at..batch.len())
             }
         }
     }
@@ -320,13 +314,13 @@ mod tests {
 
     /// The frames a receiver gets from `message`.
     fn split(message: &[u8]) -> Vec<Vec<u8>> {
+        if !is_batch(message) {
+            return vec![message.to_vec()];
+        }
         let mut unbatch = Unbatch::Start;
         let mut frames = Vec::new();
-        while let Some(piece) = unbatch.next(message) {
-            frames.push(match piece {
-                Piece::Whole => message.to_vec(),
-                Piece::Part(range) => message[range].to_vec(),
-            });
+        while let Some(range) = unbatch.next(message) {
+            frames.push(message[range].to_vec());
         }
         assert!(unbatch.is_done());
         assert_eq!(unbatch.next(message), None, "done stays done");

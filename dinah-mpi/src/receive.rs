@@ -27,7 +27,7 @@ use mpi::datatype::Equivalence;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::{Communicator, Source};
 
-use crate::coalesce::{Piece, Unbatch};
+use crate::coalesce::{Unbatch, is_batch};
 use crate::owned::OwnedRequest;
 use crate::tags::Stream;
 
@@ -158,35 +158,25 @@ impl Receives {
                 index += 1;
                 continue;
             };
-            let mut whole = false;
-            while counted < max {
-                let piece = if batched {
-                    entry.unbatch.next(&bytes)
-                } else if entry.unbatch.is_done() {
-                    None
-                } else {
-                    entry.unbatch = Unbatch::Done;
-                    Some(Piece::Whole)
-                };
-                let frame = match piece {
-                    None => break,
-                    Some(Piece::Whole) => {
-                        whole = true;
-                        break;
-                    }
-                    Some(Piece::Part(range)) => bytes[range].to_vec(),
-                };
-                if deliver(from, frame) {
-                    counted += 1;
-                }
-            }
-            if whole {
+            if entry.unbatch == Unbatch::Start && !(batched && is_batch(&bytes)) {
+                // One frame: handed out whole, without a copy.
                 let _ = queue.remove(index);
                 self.bytes -= bytes.len() as u64;
                 if deliver(from, bytes.into_vec()) {
                     counted += 1;
                 }
-            } else if entry.unbatch.is_done() {
+                continue;
+            }
+            // A batch: its frames, copied out, until the budget ends.
+            while counted < max {
+                let Some(range) = entry.unbatch.next(&bytes) else {
+                    break;
+                };
+                if deliver(from, bytes[range].to_vec()) {
+                    counted += 1;
+                }
+            }
+            if entry.unbatch.is_done() {
                 let _ = queue.remove(index);
                 self.bytes -= bytes.len() as u64;
             } else {
