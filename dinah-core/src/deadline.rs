@@ -1,14 +1,16 @@
-//! A deadline queue over fixed storage: an indexed binary min-heap.
+//! A deadline queue over fixed storage: sorted runs with a heap for the
+//! rest (`timers.rs`).
 //!
 //! The contract, algorithm and storage forms are documented on
 //! [`DeadlineQueue`], where users of the crate see them.
 
-pub(crate) mod heap;
+mod spill;
+pub(crate) mod timers;
 
 use core::fmt;
 use core::time::Duration;
 
-use self::heap::Heap;
+use self::timers::{Cursor, NIL, Timers, VACANT};
 use crate::Instant;
 
 /// The largest capacity of any table in this crate ([`DeadlineQueue`],
@@ -18,20 +20,23 @@ use crate::Instant;
 pub const MAX_TABLE_CAPACITY: usize = (u32::MAX >> 1) as usize;
 
 /// One storage element of a [`DeadlineQueue`] (and of every
-/// [`PendingSlot`](crate::PendingSlot)): 24 bytes.
+/// [`PendingSlot`](crate::PendingSlot)): 32 bytes.
 ///
 /// Opaque: build storage from [`DeadlineSlot::EMPTY`] (it is `Copy`, so
 /// `vec![DeadlineSlot::EMPTY; n]` works); the queue initialises it.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct DeadlineSlot {
-    /// Deadline of the heap node at this position.
+    /// This slot's deadline, while it has one.
     deadline: Instant,
-    /// Insertion sequence of the heap node at this position (tie-break).
+    /// This slot's insertion sequence (the tie-break for equal deadlines).
     seq: u64,
-    /// Slot of the heap node at this position.
-    slot: u32,
-    /// Heap position of the slot with this index.
-    pos: u32,
+    /// The previous and next slot in this slot's run, or in the free list.
+    prev: u32,
+    next: u32,
+    /// Where this slot is: vacant, in a run, or at a heap position.
+    place: u32,
+    /// The slot at heap position `index` (for indices inside the heap).
+    heap: u32,
 }
 
 impl DeadlineSlot {
@@ -39,8 +44,10 @@ impl DeadlineSlot {
     pub const EMPTY: Self = Self {
         deadline: Instant::ZERO,
         seq: 0,
-        slot: 0,
-        pos: 0,
+        prev: NIL,
+        next: NIL,
+        place: VACANT,
+        heap: 0,
     };
 
     /// Same as [`DeadlineSlot::EMPTY`].
@@ -48,14 +55,13 @@ impl DeadlineSlot {
         Self::EMPTY
     }
 
-    /// Element `index` of a queue with no entries: the vacant node for slot
-    /// `index` sits at position `index`.
-    pub(crate) const fn identity(index: u32) -> Self {
+    /// Element `index` of `count` in a queue with no entries: vacant, and
+    /// linked into the free list in index order.
+    pub(crate) const fn vacant(index: u32, count: u32) -> Self {
         Self {
-            deadline: Instant::ZERO,
-            seq: 0,
-            slot: index,
-            pos: index,
+            prev: if index == 0 { NIL } else { index - 1 },
+            next: if index + 1 >= count { NIL } else { index + 1 },
+            ..Self::EMPTY
         }
     }
 }
@@ -169,29 +175,37 @@ pub(crate) const fn check_capacity(slots: usize) -> Result<(), TableStorageError
     }
 }
 
-/// A deadline queue over fixed storage: an indexed binary min-heap.
+/// A deadline queue over fixed storage.
 ///
 /// [`DeadlineQueue`] keeps one deadline per *slot*, a small integer in
 /// `0..capacity` that the caller uses to index its own storage (the
 /// [`PendingTable`](crate::PendingTable) uses it for its entries). It hands
 /// back what has expired in deadline order, and removes or reschedules any
-/// slot in O(log n) because it tracks where each slot sits in the heap.
+/// slot without searching, because each slot records where it is queued.
 ///
 /// # Algorithm
 ///
-/// A binary min-heap ordered by `(deadline, insertion sequence)`, so entries
-/// with equal deadlines leave in the order they were inserted. Each storage
-/// element ([`DeadlineSlot`], 24 bytes) holds the heap node at its index and
-/// the heap position of the slot with its index; the nodes form a
-/// permutation of all slots, so the vacant slots sit after the live heap
-/// and one is always at hand without a free list.
+/// Entries are ordered by `(deadline, insertion sequence)`, so entries
+/// with equal deadlines leave in the order they were inserted. Most
+/// deadlines arrive in order (one timeout for most entries, a clock that
+/// only moves forward), so an entry whose deadline is at or after the tail
+/// of one of four **sorted runs** is appended to it: a run is a doubly
+/// linked list through the storage, sorted because it only grows at its
+/// tail, and any entry leaves it in O(1). An entry earlier than every run's
+/// tail goes to an indexed binary min-heap in the same storage instead.
+/// Each storage element ([`DeadlineSlot`], 32 bytes) holds its slot's
+/// deadline, sequence, run or free-list links and place, plus the heap's
+/// entry at its index; vacant slots form a free list, so one is always at
+/// hand. With `h` entries in the heap:
 ///
 /// | operation | cost |
 /// | --- | --- |
-/// | [`insert`](DeadlineQueue::insert), [`insert_vacant`](DeadlineQueue::insert_vacant), [`remove`](DeadlineQueue::remove), [`reschedule`](DeadlineQueue::reschedule), [`pop_expired`](DeadlineQueue::pop_expired) | O(log n) |
-/// | [`peek`](DeadlineQueue::peek), [`deadline`](DeadlineQueue::deadline), [`contains`](DeadlineQueue::contains), [`clear`](DeadlineQueue::clear) | O(1) |
+/// | [`insert`](DeadlineQueue::insert), [`insert_vacant`](DeadlineQueue::insert_vacant), [`remove`](DeadlineQueue::remove), [`reschedule`](DeadlineQueue::reschedule), [`pop_expired`](DeadlineQueue::pop_expired) | O(1) in a run, O(log h) in the heap |
+/// | [`peek`](DeadlineQueue::peek), [`deadline`](DeadlineQueue::deadline), [`contains`](DeadlineQueue::contains) | O(1) |
+/// | [`clear`](DeadlineQueue::clear) | O(len) |
 ///
-/// Nothing ever scans the table: expiry looks only at the root.
+/// Nothing ever scans the table: expiry looks only at the four run heads
+/// and the heap's root.
 ///
 /// # Storage
 ///
@@ -226,7 +240,7 @@ pub(crate) const fn check_capacity(slots: usize) -> Result<(), TableStorageError
 /// ```
 pub struct DeadlineQueue<S> {
     storage: S,
-    heap: Heap,
+    timers: Timers,
 }
 
 /// A [`DeadlineQueue`] that stores `N` slots inline.
@@ -245,12 +259,12 @@ impl<const N: usize> DeadlineQueue<[DeadlineSlot; N]> {
         let mut storage = [DeadlineSlot::EMPTY; N];
         let mut index = 0;
         while index < N {
-            storage[index] = DeadlineSlot::identity(index as u32);
+            storage[index] = DeadlineSlot::vacant(index as u32, N as u32);
             index += 1;
         }
         Self {
             storage,
-            heap: Heap::new(),
+            timers: Timers::new(),
         }
     }
 }
@@ -289,9 +303,9 @@ where
     /// [`MAX_TABLE_CAPACITY`].
     pub fn with_storage(mut storage: S) -> Result<Self, TableStorageError> {
         check_capacity(storage.as_ref().len())?;
-        let mut heap = Heap::new();
-        heap.reset(storage.as_mut());
-        Ok(Self { storage, heap })
+        let mut timers = Timers::new();
+        timers.reset(storage.as_mut());
+        Ok(Self { storage, timers })
     }
 
     /// How many slots the queue has.
@@ -301,17 +315,17 @@ where
 
     /// How many slots have a deadline.
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.timers.len()
     }
 
     /// Does no slot have a deadline?
     pub fn is_empty(&self) -> bool {
-        self.heap.len() == 0
+        self.timers.len() == 0
     }
 
     /// Does every slot have a deadline?
     pub fn is_full(&self) -> bool {
-        self.heap.len() == self.capacity()
+        self.timers.len() == self.capacity()
     }
 
     fn check_slot(&self, slot: usize) -> Result<(), DeadlineError> {
@@ -332,10 +346,10 @@ where
     pub fn insert(&mut self, slot: usize, deadline: Instant) -> Result<(), DeadlineError> {
         self.check_slot(slot)?;
         let cells = self.storage.as_mut();
-        if self.heap.contains(cells, slot) {
+        if self.timers.contains(cells, slot) {
             return Err(DeadlineError::Occupied { slot });
         }
-        self.heap.insert(cells, slot, deadline);
+        self.timers.insert(cells, slot, deadline);
         Ok(())
     }
 
@@ -354,20 +368,21 @@ where
         self.insert(slot, deadline).map(|()| deadline)
     }
 
-    /// Gives some vacant slot the deadline `deadline` and returns the slot,
-    /// in O(log n): the queue doubles as a slot allocator.
+    /// Gives some vacant slot the deadline `deadline` and returns the slot
+    /// (the one most recently vacated, else the lowest never used): the
+    /// queue doubles as a slot allocator.
     ///
     /// # Errors
     ///
     /// [`DeadlineError::Full`] if no slot is vacant.
     pub fn insert_vacant(&mut self, deadline: Instant) -> Result<usize, DeadlineError> {
         let cells = self.storage.as_mut();
-        let Some(slot) = self.heap.vacant(cells) else {
+        let Some(slot) = self.timers.vacant() else {
             return Err(DeadlineError::Full {
                 capacity: cells.len(),
             });
         };
-        self.heap.insert(cells, slot, deadline);
+        self.timers.insert(cells, slot, deadline);
         Ok(slot)
     }
 
@@ -376,9 +391,9 @@ where
     pub fn remove(&mut self, slot: usize) -> Option<Instant> {
         self.check_slot(slot).ok()?;
         let cells = self.storage.as_mut();
-        self.heap
+        self.timers
             .contains(cells, slot)
-            .then(|| self.heap.remove(cells, slot))
+            .then(|| self.timers.remove(cells, slot))
     }
 
     /// Changes `slot`'s deadline, queueing it behind entries that already
@@ -387,15 +402,15 @@ where
     pub fn reschedule(&mut self, slot: usize, deadline: Instant) -> Option<Instant> {
         self.check_slot(slot).ok()?;
         let cells = self.storage.as_mut();
-        self.heap
+        self.timers
             .contains(cells, slot)
-            .then(|| self.heap.reschedule(cells, slot, deadline))
+            .then(|| self.timers.reschedule(cells, slot, deadline))
     }
 
     /// `slot`'s deadline, if it has one.
     pub fn deadline(&self, slot: usize) -> Option<Instant> {
         self.check_slot(slot).ok()?;
-        self.heap.deadline(self.storage.as_ref(), slot)
+        self.timers.deadline(self.storage.as_ref(), slot)
     }
 
     /// Does `slot` have a deadline?
@@ -405,7 +420,7 @@ where
 
     /// The earliest entry (ties: the first inserted).
     pub fn peek(&self) -> Option<(usize, Instant)> {
-        self.heap.peek(self.storage.as_ref())
+        self.timers.peek(self.storage.as_ref())
     }
 
     /// The earliest deadline.
@@ -416,8 +431,8 @@ where
     /// Removes and returns the earliest entry, expired or not.
     pub fn pop(&mut self) -> Option<(usize, Instant)> {
         let cells = self.storage.as_mut();
-        let (slot, _) = self.heap.peek(cells)?;
-        Some((slot, self.heap.remove(cells, slot)))
+        let (slot, _) = self.timers.peek(cells)?;
+        Some((slot, self.timers.remove(cells, slot)))
     }
 
     /// Removes and returns the earliest entry if its deadline is at or
@@ -437,15 +452,18 @@ where
         DrainExpiredSlots { queue: self, now }
     }
 
-    /// Every entry as `(slot, deadline)`, in heap order (not sorted).
+    /// Every entry as `(slot, deadline)`, in no particular order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (usize, Instant)> + '_ {
         let cells = self.storage.as_ref();
-        (0..self.heap.len()).map(move |at| Heap::at(cells, at))
+        let timers = &self.timers;
+        let mut cursor = Cursor::START;
+        let entries = core::iter::from_fn(move || timers.next_entry(cells, &mut cursor));
+        ExactLen::new(entries, timers.len())
     }
 
-    /// Removes every deadline in O(1).
+    /// Removes every deadline, in O(len).
     pub fn clear(&mut self) {
-        self.heap.clear();
+        self.timers.clear(self.storage.as_mut());
     }
 }
 
@@ -490,3 +508,31 @@ impl<S> fmt::Debug for DrainExpiredSlots<'_, S> {
 
 #[cfg(test)]
 mod tests;
+
+/// An iterator of a known length.
+pub(crate) struct ExactLen<I> {
+    inner: I,
+    left: usize,
+}
+
+impl<I> ExactLen<I> {
+    pub(crate) fn new(inner: I, len: usize) -> Self {
+        Self { inner, left: len }
+    }
+}
+
+impl<I: Iterator> Iterator for ExactLen<I> {
+    type Item = I::Item;
+
+    fn next(&mut self) -> Option<I::Item> {
+        let item = self.inner.next()?;
+        self.left = self.left.saturating_sub(1);
+        Some(item)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl<I: Iterator> ExactSizeIterator for ExactLen<I> {}

@@ -14,7 +14,7 @@ pub use self::error::*;
 pub use self::iter::*;
 use self::slots::{Keyed, Probe};
 use crate::TableStorageError;
-use crate::deadline::heap::{Heap, HeapCell};
+use crate::deadline::timers::{TimerCell, Timers};
 use crate::deadline::{DeadlineSlot, MAX_TABLE_CAPACITY, check_capacity, deadline_after};
 use crate::{Instant, RequestId};
 
@@ -67,12 +67,12 @@ impl<P> fmt::Debug for PendingSlot<P> {
     }
 }
 
-impl<P> HeapCell for PendingSlot<P> {
-    fn heap_cell(&self) -> &DeadlineSlot {
+impl<P> TimerCell for PendingSlot<P> {
+    fn timer(&self) -> &DeadlineSlot {
         &self.timer
     }
 
-    fn heap_cell_mut(&mut self) -> &mut DeadlineSlot {
+    fn timer_mut(&mut self) -> &mut DeadlineSlot {
         &mut self.timer
     }
 }
@@ -111,21 +111,21 @@ impl<P> Keyed for PendingSlot<P> {
 ///
 /// One storage element ([`PendingSlot`]) per call holds the entry, two
 /// buckets of an open-addressing hash table and one cell of the
-/// [`DeadlineQueue`](crate::DeadlineQueue) heap:
+/// [`DeadlineQueue`](crate::DeadlineQueue) timers:
 ///
 /// - lookup by ID: `2 * capacity` buckets (load factor at most ½), a fixed
 ///   multiplicative (Fibonacci) hash of the ID, linear probing and
 ///   backward-shift deletion (no tombstones); O(1) expected;
-/// - deadlines: the indexed binary min-heap of
+/// - deadlines: the sorted runs and spill heap of
 ///   [`DeadlineQueue`](crate::DeadlineQueue), ordered by `(deadline,
-///   insertion order)`; insert, remove and expire are O(log n) and never
-///   scan;
-/// - a free slot is always found in O(1) (the heap keeps vacant slots after
-///   the live ones).
+///   insertion order)`; insert, remove and expire are O(1) for a deadline
+///   that fits a run (the common case: most calls share one timeout) and
+///   O(log h) for the `h` that spilled to the heap, and never scan;
+/// - a free slot is always found in O(1) (vacant slots form a free list).
 ///
 /// | operation | cost |
 /// | --- | --- |
-/// | [`insert`](PendingTable::insert), [`remove`](PendingTable::remove), [`complete`](PendingTable::complete), [`pop_expired`](PendingTable::pop_expired) | O(log n) (+ O(1) expected probing) |
+/// | [`insert`](PendingTable::insert), [`remove`](PendingTable::remove), [`complete`](PendingTable::complete), [`pop_expired`](PendingTable::pop_expired) | O(1) in a run, O(log h) in the heap (+ O(1) expected probing) |
 /// | [`get`](PendingTable::get), [`contains`](PendingTable::contains), [`deadline`](PendingTable::deadline) | O(1) expected |
 /// | [`next_deadline`](PendingTable::next_deadline), [`len`](PendingTable::len) | O(1) |
 ///
@@ -136,8 +136,8 @@ impl<P> Keyed for PendingSlot<P> {
 /// [`PendingTable::new`]) or storage the caller sized once from
 /// [`RuntimeLimits::max_pending_calls`](crate::RuntimeLimits::max_pending_calls)
 /// ([`PendingTable::with_storage`], for example a `Box<[PendingSlot<P>]>`).
-/// A slot is 32 bytes plus `(RequestId, P)` (the `Option` around it is
-/// free: the ID has a niche), so 48 bytes for any handle of at most 8
+/// A slot is 40 bytes plus `(RequestId, P)` (the `Option` around it is
+/// free: the ID has a niche), so 56 bytes for any handle of at most 8
 /// bytes. Nothing grows after construction; a full
 /// table refuses new calls with [`PendingInsertError::Full`].
 ///
@@ -171,7 +171,7 @@ impl<P> Keyed for PendingSlot<P> {
 /// ```
 pub struct PendingTable<P, S> {
     storage: S,
-    heap: Heap,
+    timers: Timers,
     _handle: core::marker::PhantomData<fn() -> P>,
 }
 
@@ -191,12 +191,12 @@ impl<P, const N: usize> PendingTable<P, [PendingSlot<P>; N]> {
         let mut storage = [const { PendingSlot::EMPTY }; N];
         let mut index = 0;
         while index < N {
-            storage[index].timer = DeadlineSlot::identity(index as u32);
+            storage[index].timer = DeadlineSlot::vacant(index as u32, N as u32);
             index += 1;
         }
         Self {
             storage,
-            heap: Heap::new(),
+            timers: Timers::new(),
             _handle: core::marker::PhantomData,
         }
     }
@@ -240,11 +240,11 @@ where
             cell.entry = None;
         }
         slots::clear(cells);
-        let mut heap = Heap::new();
-        heap.reset(cells);
+        let mut timers = Timers::new();
+        timers.reset(cells);
         Ok(Self {
             storage,
-            heap,
+            timers,
             _handle: core::marker::PhantomData,
         })
     }
@@ -256,17 +256,17 @@ where
 
     /// How many calls are pending.
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.timers.len()
     }
 
     /// Is no call pending?
     pub fn is_empty(&self) -> bool {
-        self.heap.len() == 0
+        self.timers.len() == 0
     }
 
     /// Is every slot taken?
     pub fn is_full(&self) -> bool {
-        self.heap.len() == self.capacity()
+        self.timers.len() == self.capacity()
     }
 
     /// Records the call `id`, waited on by `value`, with deadline
@@ -289,7 +289,7 @@ where
             Probe::Found { .. } => return Err(PendingInsertError::Duplicate { id, value }),
             Probe::Vacant { bucket } => bucket,
         };
-        let Some(slot) = self.heap.vacant(cells) else {
+        let Some(slot) = self.timers.vacant() else {
             return Err(PendingInsertError::Full {
                 capacity: cells.len(),
                 value,
@@ -297,7 +297,7 @@ where
         };
         cells[slot].entry = Some((id, value));
         slots::link(cells, bucket, slot);
-        self.heap.insert(cells, slot, deadline);
+        self.timers.insert(cells, slot, deadline);
         Ok(())
     }
 
@@ -359,14 +359,14 @@ where
     /// The deadline of `id`.
     pub fn deadline(&self, id: RequestId) -> Option<Instant> {
         let slot = self.slot_of(id)?;
-        self.heap.deadline(self.storage.as_ref(), slot)
+        self.timers.deadline(self.storage.as_ref(), slot)
     }
 
-    /// Removes `id` from the hash and the heap and takes its entry.
+    /// Removes `id` from the hash and the timers and takes its entry.
     fn take(&mut self, bucket: usize, slot: usize) -> Option<(RequestId, P)> {
         let cells = self.storage.as_mut();
         slots::unlink(cells, bucket);
-        self.heap.remove(cells, slot);
+        self.timers.remove(cells, slot);
         cells[slot].entry.take()
     }
 
@@ -392,7 +392,7 @@ where
 
     /// The earliest deadline of any pending call.
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.heap.peek(self.storage.as_ref()).map(|(_, at)| at)
+        self.timers.peek(self.storage.as_ref()).map(|(_, at)| at)
     }
 
     /// Removes and returns the call with the earliest deadline if that
@@ -401,7 +401,7 @@ where
     /// deadline order.
     pub fn pop_expired(&mut self, now: Instant) -> Option<(RequestId, P)> {
         let cells = self.storage.as_ref();
-        let (slot, deadline) = self.heap.peek(cells)?;
+        let (slot, deadline) = self.timers.peek(cells)?;
         if deadline > now {
             return None;
         }
@@ -426,10 +426,11 @@ where
         Drain::new(self)
     }
 
-    /// Removes one arbitrary call in O(1) expected (the last heap leaf).
+    /// Removes one arbitrary call in O(1) expected (a run's tail or the
+    /// heap's last leaf).
     fn pop_any(&mut self) -> Option<(RequestId, P)> {
-        let (slot, _) = self.heap.pop_leaf(self.storage.as_ref())?;
         let cells = self.storage.as_mut();
+        let (slot, _) = self.timers.pop_any(cells)?;
         let (id, _) = cells[slot].entry.as_ref()?;
         if let Probe::Found { bucket, .. } = slots::find(cells, *id) {
             slots::unlink(cells, bucket);
@@ -440,7 +441,7 @@ where
     /// Every pending call as `(id, deadline, handle)`, in no particular
     /// order.
     pub fn iter(&self) -> Iter<'_, P> {
-        Iter::new(self.storage.as_ref(), self.heap.len())
+        Iter::new(self.storage.as_ref(), &self.timers)
     }
 }
 

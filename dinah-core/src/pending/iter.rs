@@ -3,7 +3,7 @@
 use core::fmt;
 
 use super::{PendingSlot, PendingTable};
-use crate::deadline::heap::Heap;
+use crate::deadline::timers::{Cursor, Timers};
 use crate::{Instant, RequestId};
 
 /// Pops expired calls of a [`PendingTable`]; see
@@ -101,16 +101,18 @@ where
 /// [`PendingTable::iter`].
 pub struct Iter<'a, P> {
     cells: &'a [PendingSlot<P>],
-    next: usize,
-    len: usize,
+    timers: &'a Timers,
+    cursor: Cursor,
+    left: usize,
 }
 
 impl<'a, P> Iter<'a, P> {
-    pub(super) fn new(cells: &'a [PendingSlot<P>], len: usize) -> Self {
+    pub(super) fn new(cells: &'a [PendingSlot<P>], timers: &'a Timers) -> Self {
         Self {
             cells,
-            next: 0,
-            len,
+            timers,
+            cursor: Cursor::START,
+            left: timers.len(),
         }
     }
 }
@@ -119,9 +121,8 @@ impl<'a, P> Iterator for Iter<'a, P> {
     type Item = (RequestId, Instant, &'a P);
 
     fn next(&mut self) -> Option<Self::Item> {
-        while self.next < self.len {
-            let (slot, deadline) = Heap::at(self.cells, self.next);
-            self.next += 1;
+        while let Some((slot, deadline)) = self.timers.next_entry(self.cells, &mut self.cursor) {
+            self.left = self.left.saturating_sub(1);
             if let Some((id, value)) = &self.cells[slot].entry {
                 return Some((*id, deadline, value));
             }
@@ -130,8 +131,7 @@ impl<'a, P> Iterator for Iter<'a, P> {
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        let left = self.len - self.next;
-        (left, Some(left))
+        (self.left, Some(self.left))
     }
 }
 
@@ -146,7 +146,7 @@ impl<P> Clone for Iter<'_, P> {
 impl<P> fmt::Debug for Iter<'_, P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Iter")
-            .field("remaining", &(self.len - self.next))
+            .field("remaining", &self.left)
             .finish()
     }
 }
