@@ -153,8 +153,8 @@ impl DinahPair {
     fn new(network: &SimNetwork) -> Self {
         let world = network.world();
         let start = |rank: u32| {
-            let mut builder = Runtime::builder(1, ProtocolLimits::default(), limits())
-                .expect("valid limits");
+            let mut builder =
+                Runtime::builder(1, ProtocolLimits::default(), limits()).expect("valid limits");
             builder
                 .register_inline::<Noop, _>(dinah_std::DEFAULT_DOMAIN, |Noop(n)| Ok(n))
                 .expect("registers");
@@ -178,7 +178,7 @@ impl DinahPair {
         let (mut issued, mut answered) = (0, 0);
         while answered < total {
             while waiting.len() < in_flight && issued < total {
-                waiting.push_back((issued, Box::pin(client.spawn_on(peer, Noop(issued)))));
+                waiting.push_back((issued, client.spawn_on(peer, Noop(issued))));
                 issued += 1;
             }
             for runtime in &mut self.runtimes {
@@ -186,7 +186,7 @@ impl DinahPair {
             }
             network.step();
             while let Some((sent, future)) = waiting.front_mut() {
-                let Poll::Ready(output) = Pin::as_mut(future).poll(&mut cx) else {
+                let Poll::Ready(output) = Pin::new(future).poll(&mut cx) else {
                     break;
                 };
                 assert_eq!(output.expect("the no-op answers"), *sent);
@@ -280,6 +280,10 @@ impl RawPair {
 }
 
 /// Instructions of one run of `case` under callgrind.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the harness starts itself under valgrind; the xtask helper is not a dependency of benches"
+)]
 fn count(case: Case, actions: u64) -> Result<u64, String> {
     let exe = std::env::current_exe().map_err(|e| format!("no current executable: {e}"))?;
     let output = Command::new("valgrind")
@@ -325,7 +329,10 @@ fn main() -> Result<(), String> {
         for case in Case::ALL {
             let answered = case.run(0, SMOKE);
             assert_eq!(answered, SMOKE, "{}", case.name());
-            println!("instructions/{}: ran {answered} actions (smoke)", case.name());
+            println!(
+                "instructions/{}: ran {answered} actions (smoke)",
+                case.name()
+            );
         }
         return Ok(());
     }

@@ -102,6 +102,9 @@ pub struct Runtime {
     shared: Arc<Shared>,
     driver: Box<dyn TransportDriver>,
     receiver: Receiver,
+    /// How frames from each rank are checked (indexed by rank; the
+    /// channel is set per frame), built once: the limits are validated.
+    contexts: Box<[dinah_core::wire::DecodeContext]>,
     events: Vec<TransportEvent>,
     expired: Vec<CallInfo>,
     /// A cancellation taken from the queue that did not fit the control

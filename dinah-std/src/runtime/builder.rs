@@ -5,6 +5,7 @@ use std::num::NonZeroUsize;
 use std::sync::Arc;
 
 use crossbeam_queue::ArrayQueue;
+use dinah_core::wire::{Channel, DecodeContext};
 use dinah_core::{
     AtomicRuntimeState, DomainId, ProtocolLimits, RequestIdAllocator, RuntimeLimits,
     RuntimeMetrics, RuntimeState,
@@ -328,12 +329,20 @@ impl RuntimeBuilder {
             handle,
         });
         let receiver = Receiver::new(&shared);
+        let contexts = world
+            .ranks()
+            .map(|rank| {
+                DecodeContext::new(Channel::Action, rank, world, shared.protocol)
+                    .expect("the builder validated the limits; the rank is of the world")
+            })
+            .collect();
         shared
             .state
             .transition(RuntimeState::Bootstrapping, RuntimeState::Running)
             .map_err(|e| BuildError::State { state: e.from })?;
         Ok(Runtime {
             receiver,
+            contexts,
             driver: Box::new(driver),
             events: Vec::with_capacity(shared.limits.max_progress_events as usize),
             expired: Vec::new(),

@@ -12,7 +12,7 @@ use dinah_core::{
 
 use super::RuntimeClient;
 use super::frames;
-use super::registry::ActionContext;
+use super::registry::{ActionContext, ErasedHandler};
 use super::response_buffers::ResponseBuffers;
 use super::shared::{JobFailure, JobKey, JobOutput, Shared};
 use crate::action::SegmentReader;
@@ -53,10 +53,13 @@ pub(crate) struct Receiver {
     /// `now`, which saves a clock read per inline request: between the two
     /// only the runtime's bookkeeping ran, never user code.
     inline_clock: Instant,
+    /// The client handlers see in their context (inline ones borrow it,
+    /// pooled jobs clone it).
+    client: RuntimeClient,
 }
 
 impl Receiver {
-    pub(crate) fn new(shared: &Shared) -> Self {
+    pub(crate) fn new(shared: &Arc<Shared>) -> Self {
         let entries = shared.limits.max_dedup_entries as usize;
         let storage: Box<[DedupSlot]> = vec![DedupSlot::EMPTY; entries].into_boxed_slice();
         let dedup = DedupTable::from_limits(storage, &shared.limits)
@@ -74,6 +77,9 @@ impl Receiver {
             evicted_upto: vec![0; shared.world.get() as usize].into_boxed_slice(),
             pressure_evictions: 0,
             inline_clock: Instant::ZERO,
+            client: RuntimeClient {
+                shared: Arc::clone(shared),
+            },
         }
     }
 
@@ -281,7 +287,7 @@ impl Receiver {
                 return;
             }
         };
-        let Some(entry) = shared.registry.get(call.action).cloned() else {
+        let Some(entry) = shared.registry.get(call.action) else {
             self.finish_now(
                 shared,
                 key,
@@ -305,67 +311,28 @@ impl Receiver {
             );
             return;
         }
-        let input = bytes;
-        let client = RuntimeClient {
-            shared: Arc::clone(shared),
-        };
-        let (rank, protocol) = (shared.rank, shared.protocol);
-        // An inline job starts now; a pooled one reads the clock on its
-        // worker when it starts.
-        let started = entry.inline.then(|| self.inline_clock.max(now));
-        let clock = Arc::clone(&shared.clock);
-        let job = move |job: &JobContext<'_>| -> Result<JobOutput, JobFailure> {
-            if started.unwrap_or_else(|| clock.now()) > deadline {
-                return Err(JobFailure {
-                    code: ErrorCode::DeadlineExceeded,
-                    text: "deadline passed before start".into(),
-                });
-            }
-            let ctx = ActionContext {
-                origin,
-                request: call.request,
-                action: call.action,
-                domain: call.domain,
-                job: Some(job),
-                client: &client,
-            };
-            // Validated when it arrived; only viewed again here.
-            let frame = FrameRef::from_decoded(header, &input).ok_or_else(|| JobFailure {
-                code: ErrorCode::ProtocolViolation,
-                text: "request frame changed length".into(),
-            })?;
-            crate::action::with_scratch_writer(|output| {
-                match entry.handler.run_wire(
-                    SegmentReader::from_frame(frame.segments()),
-                    &ctx,
-                    output,
-                ) {
-                    Ok(()) => frames::with_payload(
-                        rank,
-                        dinah_core::wire::Message::Result { call },
-                        output,
-                        &protocol,
-                    )
-                    .map(JobOutput::Frame)
-                    .map_err(|error| JobFailure {
-                        code: ErrorCode::ResourceExhausted {
-                            limit: limit_of(&frames::encode_error(error)),
-                        },
-                        text: "result does not fit the protocol limits".into(),
-                    }),
-                    Err(error) => Err(JobFailure::from(error)),
-                }
-            })
+        let request = Request {
+            origin,
+            call,
+            deadline,
+            header,
         };
         if entry.inline {
-            match shared
-                .domains
-                .with(call.domain, |domain| domain.run_inline(job))
-            {
+            // On this thread, inside `progress`: everything is borrowed.
+            // The job starts now (see `inline_clock`).
+            let started = self.inline_clock.max(now);
+            let client = &self.client;
+            let handler = &*entry.handler;
+            match shared.domains.with(call.domain, |domain| {
+                domain.run_inline(|job| {
+                    serve(shared, handler, client, &request, &bytes, started, job)
+                })
+            }) {
                 Some(Some(outcome)) => {
                     self.served += 1;
                     let finished = shared.clock.now();
                     self.inline_clock = finished;
+                    drop(bytes);
                     self.on_completion(shared, origin, call, slot, outcome, finished);
                 }
                 Some(None) => {
@@ -390,6 +357,15 @@ impl Receiver {
             }
             return;
         }
+        // On a worker: the job owns what it needs and reads the clock
+        // when it starts.
+        let handler = Arc::clone(&entry.handler);
+        let client = self.client.clone();
+        let job = move |job: &JobContext<'_>| -> Result<JobOutput, JobFailure> {
+            let shared = &client.shared;
+            let started = shared.clock.now();
+            serve(shared, &*handler, &client, &request, &bytes, started, job)
+        };
         let submitted = shared.completions.of(call.domain).and_then(|completions| {
             shared.domains.with(call.domain, |domain| {
                 // The refused job is dropped here; only whether the domain
@@ -579,6 +555,68 @@ impl Receiver {
             canceller.cancel();
         }
     }
+}
+
+/// A request admitted for execution, as its job sees it.
+struct Request {
+    origin: Rank,
+    call: Call,
+    /// When the caller stops waiting (by this rank's clock).
+    deadline: Instant,
+    /// The frame's header, validated when it arrived.
+    header: Header,
+}
+
+/// Runs `handler` on the request `frame` (unless its deadline passed
+/// before `started`) and encodes the result frame: the body of every remote
+/// job, inline or pooled.
+fn serve(
+    shared: &Shared,
+    handler: &dyn ErasedHandler,
+    client: &RuntimeClient,
+    request: &Request,
+    frame: &[u8],
+    started: Instant,
+    job: &JobContext<'_>,
+) -> Result<JobOutput, JobFailure> {
+    let call = request.call;
+    if started > request.deadline {
+        return Err(JobFailure {
+            code: ErrorCode::DeadlineExceeded,
+            text: "deadline passed before start".into(),
+        });
+    }
+    let ctx = ActionContext {
+        origin: request.origin,
+        request: call.request,
+        action: call.action,
+        domain: call.domain,
+        job: Some(job),
+        client,
+    };
+    // Validated when it arrived; only viewed again here.
+    let frame = FrameRef::from_decoded(request.header, frame).ok_or_else(|| JobFailure {
+        code: ErrorCode::ProtocolViolation,
+        text: "request frame changed length".into(),
+    })?;
+    crate::action::with_scratch_writer(|output| {
+        match handler.run_wire(SegmentReader::from_frame(frame.segments()), &ctx, output) {
+            Ok(()) => frames::with_payload(
+                shared.rank,
+                dinah_core::wire::Message::Result { call },
+                output,
+                &shared.protocol,
+            )
+            .map(JobOutput::Frame)
+            .map_err(|error| JobFailure {
+                code: ErrorCode::ResourceExhausted {
+                    limit: limit_of(&frames::encode_error(error)),
+                },
+                text: "result does not fit the protocol limits".into(),
+            }),
+            Err(error) => Err(JobFailure::from(error)),
+        }
+    })
 }
 
 fn limit_of(error: &super::error::RuntimeError) -> LimitField {

@@ -137,10 +137,11 @@ impl Runtime {
     fn on_frame(&mut self, from: Rank, channel: Channel, bytes: Vec<u8>, now: Instant) {
         let shared = &self.shared;
         shared.metrics.record_bytes_received(bytes.len() as u64);
-        let Ok(ctx) = DecodeContext::new(channel, from, shared.world, shared.protocol) else {
+        let Some(ctx) = self.contexts.get(from.index()) else {
             shared.metrics.record_protocol_rejection();
             return;
         };
+        let ctx = ctx.with_channel(channel);
         let header = match decode_frame(&bytes, &ctx) {
             Ok(frame) => {
                 let message = *frame.header().message();
