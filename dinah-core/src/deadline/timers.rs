@@ -162,23 +162,21 @@ impl Timers {
         }
     }
 
-    /// The run `deadline` can be appended to: the one whose tail is the
-    /// latest not after it (keeping runs with earlier tails for earlier
-    /// deadlines), else an empty one.
+    /// The run `deadline` can be appended to: the first whose tail is not
+    /// after it, else the first empty one. (While no run empties, the first
+    /// fit is also the best one: the tails stay in descending order, as in
+    /// patience sorting. In the common case, one timeout for every entry,
+    /// the first run always fits and this looks at one tail.)
     fn run_for<C: TimerCell>(&self, cells: &[C], deadline: Instant) -> Option<usize> {
-        let mut best: Option<(usize, Instant)> = None;
         let mut empty = None;
         for (index, run) in self.runs.iter().enumerate() {
             if run.tail == NIL {
                 empty = empty.or(Some(index));
-                continue;
-            }
-            let tail = cell(cells, run.tail).deadline;
-            if tail <= deadline && best.is_none_or(|(_, latest)| tail > latest) {
-                best = Some((index, tail));
+            } else if cell(cells, run.tail).deadline <= deadline {
+                return Some(index);
             }
         }
-        best.map(|(index, _)| index).or(empty)
+        empty
     }
 
     fn append<C: TimerCell>(&mut self, cells: &mut [C], run: usize, slot: u32) {
@@ -398,7 +396,11 @@ mod tests {
             queued += 1;
         }
         assert_eq!(queued, timers.len());
-        assert_eq!(timers.first, timers.earliest(cells), "the cached earliest entry");
+        assert_eq!(
+            timers.first,
+            timers.earliest(cells),
+            "the cached earliest entry"
+        );
         let (mut at, mut prev, mut vacant) = (timers.free, NIL, 0);
         while at != NIL {
             assert!(!seen[at as usize], "cell {at} twice");

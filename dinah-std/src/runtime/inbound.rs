@@ -359,12 +359,27 @@ impl Receiver {
         }
         // On a worker: the job owns what it needs and reads the clock
         // when it starts.
-        let handler = Arc::clone(&entry.handler);
+        // (The registry never changes after start, so the worker finds the
+        // handler again instead of the job holding another reference.)
         let client = self.client.clone();
         let job = move |job: &JobContext<'_>| -> Result<JobOutput, JobFailure> {
             let shared = &client.shared;
             let started = shared.clock.now();
-            serve(shared, &*handler, &client, &request, &bytes, started, job)
+            let Some(entry) = shared.registry.get(request.call.action) else {
+                return Err(JobFailure {
+                    code: ErrorCode::UnknownAction,
+                    text: "action not registered".into(),
+                });
+            };
+            serve(
+                shared,
+                &*entry.handler,
+                &client,
+                &request,
+                &bytes,
+                started,
+                job,
+            )
         };
         let submitted = shared.completions.of(call.domain).and_then(|completions| {
             shared.domains.with(call.domain, |domain| {
