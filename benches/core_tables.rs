@@ -5,7 +5,10 @@
 //! operation cycle that leaves the fill unchanged:
 //!
 //! - `pending/insert_remove`: a new call arrives and the oldest one is
-//!   answered (FIFO churn of request IDs);
+//!   answered (FIFO churn of request IDs), deadlines random;
+//! - `pending/insert_remove_one_timeout`: the same with every call given
+//!   the same timeout on a clock that moves forward, as a runtime gives
+//!   most calls (deadlines arrive in order);
 //! - `pending/insert_expire`: a new call with a random deadline, then the
 //!   earliest deadline expires;
 //! - `dedup/begin_complete_expire`: a new request is admitted, completes
@@ -68,6 +71,27 @@ fn pending(c: &mut Criterion) {
                 let mut next = fill + 1;
                 b.iter(|| {
                     let deadline = Instant::from_nanos(rng.next(1 << 20));
+                    table
+                        .insert(id(next), deadline, next)
+                        .expect("below capacity");
+                    black_box(table.remove(id(next - fill)));
+                    next += 1;
+                });
+            },
+        );
+        group.bench_with_input(
+            BenchmarkId::new("insert_remove_one_timeout", capacity),
+            &capacity,
+            |b, &capacity| {
+                let mut table = pending_table(capacity);
+                let timeout = 1 << 20;
+                for n in 1..=fill {
+                    let deadline = Instant::from_nanos(n + timeout);
+                    table.insert(id(n), deadline, n).expect("below capacity");
+                }
+                let mut next = fill + 1;
+                b.iter(|| {
+                    let deadline = Instant::from_nanos(next + timeout);
                     table
                         .insert(id(next), deadline, next)
                         .expect("below capacity");

@@ -53,17 +53,20 @@ pub(crate) const VACANT: u32 = u32::MAX;
 /// a heap position (positions stay below `MAX_TABLE_CAPACITY`, far less).
 const FIRST_RUN: u32 = u32::MAX - RUNS as u32;
 
-/// The head and tail of one run (both [`NIL`] when it is empty).
+/// The head and tail of one run (both [`NIL`] when it is empty), and the
+/// tail's deadline, kept here so choosing a run reads no cell.
 #[derive(Debug, Clone, Copy)]
 struct Run {
     head: u32,
     tail: u32,
+    last: Instant,
 }
 
 impl Run {
     const EMPTY: Self = Self {
         head: NIL,
         tail: NIL,
+        last: Instant::ZERO,
     };
 }
 
@@ -149,7 +152,7 @@ impl Timers {
         entry.deadline = deadline;
         entry.seq = seq;
         self.len += 1;
-        match self.run_for(cells, deadline) {
+        match self.run_for(deadline) {
             Some(run) => self.append(cells, run, slot),
             None => {
                 let at = self.heap_len;
@@ -167,12 +170,12 @@ impl Timers {
     /// fit is also the best one: the tails stay in descending order, as in
     /// patience sorting. In the common case, one timeout for every entry,
     /// the first run always fits and this looks at one tail.)
-    fn run_for<C: TimerCell>(&self, cells: &[C], deadline: Instant) -> Option<usize> {
+    fn run_for(&self, deadline: Instant) -> Option<usize> {
         let mut empty = None;
         for (index, run) in self.runs.iter().enumerate() {
             if run.tail == NIL {
                 empty = empty.or(Some(index));
-            } else if cell(cells, run.tail).deadline <= deadline {
+            } else if run.last <= deadline {
                 return Some(index);
             }
         }
@@ -182,6 +185,7 @@ impl Timers {
     fn append<C: TimerCell>(&mut self, cells: &mut [C], run: usize, slot: u32) {
         let tail = self.runs[run].tail;
         let entry = cell_mut(cells, slot);
+        self.runs[run].last = entry.deadline;
         entry.place = FIRST_RUN + run as u32;
         entry.prev = tail;
         entry.next = NIL;
@@ -207,6 +211,9 @@ impl Timers {
             }
             if entry.next == NIL {
                 run.tail = entry.prev;
+                if entry.prev != NIL {
+                    run.last = cell(cells, entry.prev).deadline;
+                }
             } else {
                 cell_mut(cells, entry.next).prev = entry.prev;
             }
@@ -383,6 +390,12 @@ mod tests {
                 at = entry.next;
             }
             assert_eq!(run.tail, prev);
+            if prev != NIL {
+                assert_eq!(
+                    run.last, cells[prev as usize].deadline,
+                    "run {index}'s last deadline"
+                );
+            }
         }
         for at in 0..timers.heap_len {
             let slot = cells[at as usize].heap;
