@@ -397,8 +397,8 @@ where
 
     /// Removes and returns the call with the earliest deadline if that
     /// deadline is at or before `now` (ties: the first inserted); `None`
-    /// otherwise. O(log n); repeated calls yield every expired call in
-    /// deadline order.
+    /// otherwise. O(1) in a run, O(log h) in the heap; repeated calls
+    /// yield every expired call in deadline order.
     pub fn pop_expired(&mut self, now: Instant) -> Option<(RequestId, P)> {
         let cells = self.storage.as_ref();
         let (slot, deadline) = self.timers.peek(cells)?;
