@@ -32,29 +32,15 @@ use std::process::Command;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use dinah_core::wire::{Call, Channel, Header, Message, RelativeDeadline, encode_frame};
+use dinah_core::wire::{Call, Channel, Message, RelativeDeadline};
 use dinah_core::{ActionId, DomainId, ProtocolLimits, Rank, RequestId, RuntimeLimits, WorldSize};
 use dinah_std::transport::memory::{FaultPlan, SimMode, SimNetwork};
 use dinah_std::transport::{HandleConfig, TransportDriver, TransportEvent, TransportHandle};
-use dinah_std::{Action, CodecError, Runtime, SegmentReader, SegmentWriter, WireValue, schema_id};
+use dinah_std::{Action, Runtime};
 
-/// A no-op carrying one `u64`, answered with it.
-struct Noop(u64);
-
-impl WireValue for Noop {
-    const SCHEMA_ID: u64 = schema_id("bench.Noop/1");
-    fn encode(&self, out: &mut SegmentWriter) -> Result<(), CodecError> {
-        self.0.encode(out)
-    }
-    fn decode(input: &mut SegmentReader<'_>) -> Result<Self, CodecError> {
-        u64::decode(input).map(Noop)
-    }
-}
-
-impl Action for Noop {
-    const ID: u128 = 0xbe4c_0001;
-    type Output = u64;
-}
+#[path = "support/noop.rs"]
+mod noop;
+use noop::{Noop, raw_frame};
 
 /// One tick of the stepped network: a fast network's latency.
 const TICK: Duration = Duration::from_micros(1);
@@ -208,15 +194,6 @@ struct RawPair {
     response: Vec<u8>,
 }
 
-fn raw_frame(origin: Rank, message: Message) -> Vec<u8> {
-    let payload: [&[u8]; 1] = [&7u64.to_le_bytes()];
-    let header =
-        Header::new(origin, message, &payload, &ProtocolLimits::default()).expect("valid header");
-    let mut frame = vec![0; header.frame_len()];
-    encode_frame(&header, &payload, &mut frame).expect("encodes");
-    frame
-}
-
 impl RawPair {
     fn new(network: &SimNetwork) -> Self {
         let world = network.world();
@@ -237,8 +214,8 @@ impl RawPair {
         };
         Self {
             ends: [end(0), end(1)],
-            request: raw_frame(Rank::ZERO, Message::Request { call, deadline }),
-            response: raw_frame(world.rank(1).expect("rank 1"), Message::Result { call }),
+            request: raw_frame(Rank::ZERO, Message::Request { call, deadline }, 8),
+            response: raw_frame(world.rank(1).expect("rank 1"), Message::Result { call }, 8),
         }
     }
 

@@ -19,11 +19,15 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, criterion_group};
-use dinah_core::wire::{Call, Channel, Header, Message, RelativeDeadline, encode_frame};
+use dinah_core::wire::{Call, Channel, Message, RelativeDeadline};
 use dinah_core::{ActionId, DomainId, ProtocolLimits, Rank, RequestId, RuntimeLimits, WorldSize};
 use dinah_std::transport::memory::{FaultPlan, SimMode, SimNetwork};
 use dinah_std::transport::{HandleConfig, TransportDriver, TransportEvent};
-use dinah_std::{Action, CodecError, Runtime, SegmentReader, SegmentWriter, WireValue, schema_id};
+use dinah_std::{Action, Runtime};
+
+#[path = "support/noop.rs"]
+mod noop;
+use noop::{Noop, raw_frame};
 
 /// Counts allocations; otherwise the system allocator.
 struct Counting;
@@ -54,21 +58,6 @@ unsafe impl GlobalAlloc for Counting {
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
-
-struct Noop(u64);
-impl WireValue for Noop {
-    const SCHEMA_ID: u64 = schema_id("bench.Noop/1");
-    fn encode(&self, out: &mut SegmentWriter) -> Result<(), CodecError> {
-        self.0.encode(out)
-    }
-    fn decode(input: &mut SegmentReader<'_>) -> Result<Self, CodecError> {
-        u64::decode(input).map(Noop)
-    }
-}
-impl Action for Noop {
-    const ID: u128 = 0xbe_0001;
-    type Output = u64;
-}
 
 fn limits() -> RuntimeLimits {
     let mut limits = RuntimeLimits::default();
@@ -169,14 +158,6 @@ struct RawPair {
     server: Option<JoinHandle<()>>,
 }
 
-fn raw_frame(origin: Rank, message: Message) -> Vec<u8> {
-    let payload: [&[u8]; 1] = [&7u64.to_le_bytes()];
-    let header = Header::new(origin, message, &payload, &ProtocolLimits::default()).unwrap();
-    let mut frame = vec![0; header.frame_len()];
-    encode_frame(&header, &payload, &mut frame).unwrap();
-    frame
-}
-
 impl RawPair {
     fn new() -> Self {
         let world = WorldSize::new(2).unwrap();
@@ -195,7 +176,7 @@ impl RawPair {
                 let me = world.rank(1).unwrap();
                 let (handle, mut driver) = network.endpoint(me, HandleConfig::default()).unwrap();
                 handle.wakeup().bind_current();
-                let reply = raw_frame(me, Message::Result { call });
+                let reply = raw_frame(me, Message::Result { call }, 8);
                 let mut events = Vec::new();
                 while !stop.load(Ordering::Relaxed) {
                     events.clear();
@@ -213,7 +194,7 @@ impl RawPair {
             .endpoint(Rank::ZERO, HandleConfig::default())
             .unwrap();
         handle.wakeup().bind_current();
-        let frame = raw_frame(Rank::ZERO, Message::Request { call, deadline });
+        let frame = raw_frame(Rank::ZERO, Message::Request { call, deadline }, 8);
         Self {
             driver,
             handle,

@@ -28,28 +28,15 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group};
-use dinah_core::wire::{Call, Channel, Header, Message, RelativeDeadline, encode_frame};
+use dinah_core::wire::{Call, Channel, Message, RelativeDeadline};
 use dinah_core::{ActionId, DomainId, ProtocolLimits, Rank, RequestId, RuntimeLimits, WorldSize};
 use dinah_std::transport::{TransportDriver, TransportEvent, TransportHandle};
 use dinah_std::{Action, CodecError, Runtime, SegmentReader, SegmentWriter, WireValue, schema_id};
 use dinah_tcp::{Membership, TcpTransport};
 
-struct Noop(u64);
-
-impl WireValue for Noop {
-    const SCHEMA_ID: u64 = schema_id("bench.Noop/1");
-    fn encode(&self, out: &mut SegmentWriter) -> Result<(), CodecError> {
-        self.0.encode(out)
-    }
-    fn decode(input: &mut SegmentReader<'_>) -> Result<Self, CodecError> {
-        u64::decode(input).map(Noop)
-    }
-}
-
-impl Action for Noop {
-    const ID: u128 = 0xbe_0001;
-    type Output = u64;
-}
+#[path = "support/noop.rs"]
+mod noop;
+use noop::{Noop, raw_frame};
 
 struct Echo(Vec<u8>);
 
@@ -325,15 +312,6 @@ struct FramePair {
     frame: Vec<u8>,
     stop: Arc<AtomicBool>,
     server: Option<JoinHandle<()>>,
-}
-
-fn raw_frame(origin: Rank, message: Message, len: usize) -> Vec<u8> {
-    let bytes = vec![7u8; len];
-    let payload: [&[u8]; 1] = [&bytes];
-    let header = Header::new(origin, message, &payload, &ProtocolLimits::default()).unwrap();
-    let mut frame = vec![0; header.frame_len()];
-    encode_frame(&header, &payload, &mut frame).unwrap();
-    frame
 }
 
 impl FramePair {
