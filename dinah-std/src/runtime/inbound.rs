@@ -357,10 +357,9 @@ impl Receiver {
             }
             return;
         }
-        // On a worker: the job owns what it needs and reads the clock
-        // when it starts.
-        // (The registry never changes after start, so the worker finds the
-        // handler again instead of the job holding another reference.)
+        // On a worker: the job owns what it needs and reads the clock when
+        // it starts. The registry never changes after start, so the worker
+        // finds the handler again instead of the job holding a reference.
         let client = self.client.clone();
         let job = move |job: &JobContext<'_>| -> Result<JobOutput, JobFailure> {
             let shared = &client.shared;
