@@ -33,13 +33,16 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use dinah_core::wire::{Call, Channel, Message, RelativeDeadline};
-use dinah_core::{ActionId, DomainId, ProtocolLimits, Rank, RequestId, RuntimeLimits, WorldSize};
+use dinah_core::{ActionId, DomainId, ProtocolLimits, Rank, RequestId, WorldSize};
 use dinah_std::transport::memory::{FaultPlan, SimMode, SimNetwork};
 use dinah_std::transport::{HandleConfig, TransportDriver, TransportEvent, TransportHandle};
 use dinah_std::{Action, Runtime};
 
+#[path = "support/limits.rs"]
+mod limits;
 #[path = "support/noop.rs"]
 mod noop;
+use limits::limits;
 use noop::{Noop, raw_frame};
 
 /// One tick of the stepped network: a fast network's latency.
@@ -57,14 +60,6 @@ const COUNTED: u64 = 20_000;
 
 /// Actions per case in the `--test` smoke run.
 const SMOKE: u64 = 300;
-
-fn limits() -> RuntimeLimits {
-    let mut limits = RuntimeLimits::default();
-    limits.max_action_queue = 1024;
-    limits.max_pending_calls = 2048;
-    limits.max_send_tickets = 2048;
-    limits
-}
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {

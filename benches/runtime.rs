@@ -20,13 +20,16 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, criterion_group};
 use dinah_core::wire::{Call, Channel, Message, RelativeDeadline};
-use dinah_core::{ActionId, DomainId, ProtocolLimits, Rank, RequestId, RuntimeLimits, WorldSize};
+use dinah_core::{ActionId, DomainId, ProtocolLimits, Rank, RequestId, WorldSize};
 use dinah_std::transport::memory::{FaultPlan, SimMode, SimNetwork};
 use dinah_std::transport::{HandleConfig, TransportDriver, TransportEvent};
 use dinah_std::{Action, Runtime};
 
+#[path = "support/limits.rs"]
+mod limits;
 #[path = "support/noop.rs"]
 mod noop;
+use limits::limits;
 use noop::{Noop, raw_frame};
 
 /// Counts allocations; otherwise the system allocator.
@@ -58,14 +61,6 @@ unsafe impl GlobalAlloc for Counting {
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
-
-fn limits() -> RuntimeLimits {
-    let mut limits = RuntimeLimits::default();
-    limits.max_action_queue = 1024;
-    limits.max_pending_calls = 2048;
-    limits.max_send_tickets = 2048;
-    limits
-}
 
 /// Two started runtimes: rank 0 returned to the bench thread, rank 1
 /// serving on its own thread until stopped.
