@@ -230,6 +230,7 @@ impl RawPair {
             for (rank, (handle, driver)) in self.ends.iter_mut().enumerate() {
                 events.clear();
                 let _ = driver.poll(1024, &mut events);
+                let mut responded = false;
                 for event in events.drain(..) {
                     let TransportEvent::Frame { from, bytes, .. } = event else {
                         continue;
@@ -238,11 +239,16 @@ impl RawPair {
                         handle
                             .try_send(from, Channel::Action, self.response.clone())
                             .expect("room for the response");
+                        responded = true;
                     } else {
                         assert_eq!(bytes.len(), self.response.len());
                         waiting -= 1;
                         answered += 1;
                     }
+                }
+                // As the runtime does: what a round queued leaves in it.
+                if responded {
+                    let _ = driver.flush(1024, &mut events);
                 }
             }
             network.step();

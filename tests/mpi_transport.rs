@@ -60,6 +60,7 @@ fn main() {
         "control_passes_a_saturated_action_lane",
         control_passes_a_saturated_action_lane,
     );
+    mpi.step("flush_posts_queued_frames", flush_posts_queued_frames);
     mpi.step(
         "clean_shutdown_reports_all_zero",
         clean_shutdown_reports_all_zero,
@@ -370,6 +371,45 @@ fn small_frames_in_batches_under_a_budget_of_one(world: &SimpleCommunicator) {
     assert_all_zero(
         shut_down(driver, exchange.drained),
         "after the small frames",
+    );
+}
+
+/// `flush` posts the handle's frames (control lane first) without
+/// receiving anything; with nothing queued it reports no progress.
+fn flush_posts_queued_frames(world: &SimpleCommunicator) {
+    let (me, size) = rank_of(world);
+    let config = HandleConfig {
+        action_queue: 64,
+        control_queue: 64,
+        retained_bytes: 1 << 20,
+    };
+    let (handle, mut driver) = connect_bare(world, config);
+    let w = driver.world();
+    let next = w.rank((me + 1) % size).unwrap();
+    let previous = w.rank((me + size - 1) % size).unwrap();
+    let mut events = Vec::new();
+    assert!(
+        !driver.flush(16, &mut events).expect("flush"),
+        "nothing queued, nothing posted"
+    );
+    handle
+        .try_send(next, Channel::Action, pattern(me, 0, 64))
+        .expect("queued");
+    handle
+        .try_send(next, Channel::Control, pattern(me, 1, 8))
+        .expect("queued");
+    assert!(driver.flush(16, &mut events).expect("flush"));
+    assert!(events.is_empty(), "a flush receives nothing: {events:?}");
+    assert!(!handle.has_queued(), "both frames were posted");
+    let expected = [
+        vec![pattern(previous.get(), 1, 8)],
+        vec![pattern(previous.get(), 0, 64)],
+    ];
+    let exchange = receive_in_order(&mut driver, "the flushed frames", 16, previous, &expected);
+    assert_handle_empty(&handle, "after the flushed frames");
+    assert_all_zero(
+        shut_down(driver, exchange.drained),
+        "after the flushed frames",
     );
 }
 

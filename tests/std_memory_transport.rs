@@ -271,6 +271,38 @@ fn control_frames_come_before_action_frames_within_one_poll() {
 }
 
 #[test]
+fn flush_sends_queued_frames_without_receiving() {
+    let mut net = Net::new(2, 5, FaultPlan::new());
+    assert_eq!(net.poll_all(), [vec![Ev::Up(1)], vec![Ev::Up(0)]]);
+    let mut events = Vec::new();
+    assert!(
+        !net.drivers[0].flush(16, &mut events).unwrap(),
+        "nothing queued"
+    );
+    net.send(0, 1, ACTION, 1);
+    net.send(0, 1, CONTROL, 2);
+    // A frame for rank 0 waits; a flush must not deliver it.
+    net.send(1, 0, ACTION, 3);
+    net.poll(1);
+    assert!(net.drivers[0].flush(16, &mut events).unwrap());
+    assert!(
+        events.is_empty(),
+        "a flush receives nothing: {}",
+        net.network
+    );
+    assert!(!net.handles[0].has_queued());
+    assert_eq!(net.counts().sent, 3, "{}", net.network);
+    net.network.step();
+    assert_eq!(
+        frames(&net.poll(1)),
+        [(0, CONTROL, 2), (0, ACTION, 1)],
+        "{}",
+        net.network
+    );
+    assert_eq!(frames(&net.poll(0)), [(1, ACTION, 3)], "{}", net.network);
+}
+
+#[test]
 fn the_event_budget_is_respected_and_nothing_is_lost() {
     let mut net = Net::new(3, 5, FaultPlan::new());
     for id in 1..=10 {

@@ -241,3 +241,61 @@ fn an_inline_request_whose_deadline_passed_behind_a_slow_one_never_runs() {
     assert!(report.is_clean(), "{report}");
     assert_eq!(increments.load(Ordering::SeqCst), 0, "no late request ran");
 }
+
+/// A response queued while a round of progress serves its request leaves
+/// in that same round: `progress` ends by flushing what it queued, so the
+/// serving rank needs no second round before the caller can have it.
+#[test]
+fn an_inline_response_leaves_in_the_round_that_served_its_request() {
+    let world = WorldSize::new(2).unwrap();
+    let network = SimNetwork::with_mode(
+        world,
+        1,
+        FaultPlan::new(),
+        SimMode::Stepped {
+            tick: Duration::from_micros(1),
+        },
+    )
+    .unwrap();
+    let mut runtimes: Vec<Runtime> = world
+        .ranks()
+        .map(|rank| {
+            let mut builder =
+                Runtime::builder(3, ProtocolLimits::default(), RuntimeLimits::default()).unwrap();
+            builder
+                .register_inline::<Inc, _>(DEFAULT_DOMAIN, |Inc(x)| Ok(x + 1))
+                .unwrap();
+            builder.clock(Arc::new(network.clock()));
+            let hello = builder.hello().unwrap();
+            let (handle, driver) = network.endpoint(rank, hello.handle).unwrap();
+            builder.start(handle, driver).unwrap()
+        })
+        .collect();
+    let server = Rank::new(1, world).unwrap();
+    let mut future = std::pin::pin!(runtimes[0].client().spawn_on(server, Inc(41)));
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    runtimes[0].progress();
+    assert_eq!(network.counts().sent, 1, "the request left: {network}");
+    // Rank 1 polls until the request arrives; that round serves it.
+    let mut rounds = 0;
+    while runtimes[1].progress().events == 0 {
+        rounds += 1;
+        assert!(rounds < 100, "the request never arrived: {network}");
+        network.step();
+    }
+    assert_eq!(
+        network.counts().sent,
+        2,
+        "the response left in the round that served the request: {network}"
+    );
+    // From here only rank 0 makes progress.
+    for _ in 0..100 {
+        if let Poll::Ready(result) = future.as_mut().poll(&mut cx) {
+            assert_eq!(result.unwrap(), 42);
+            return;
+        }
+        network.step();
+        runtimes[0].progress();
+    }
+    panic!("the answer never arrived without another round on rank 1: {network}");
+}

@@ -813,3 +813,42 @@ fn a_parked_owner_in_a_world_of_6_is_woken_by_any_peer() {
     assert_eq!(got, (from, Channel::Action, 3));
     drop((sender, nodes));
 }
+
+#[test]
+fn flush_writes_queued_frames_without_a_poll() {
+    let mut nodes = connect(2, TcpConfig::default(), roomy());
+    let (zero, one) = (nodes[0].rank(), nodes[1].rank());
+    assert!(
+        !nodes[0].driver.flush(256, &mut Vec::new()).unwrap(),
+        "nothing queued, nothing sent"
+    );
+    nodes[0]
+        .handle
+        .try_send(one, Channel::Action, request(zero, 1, 16))
+        .unwrap();
+    nodes[0]
+        .handle
+        .try_send(one, Channel::Control, cancel(zero, 1))
+        .unwrap();
+    let mut events = Vec::new();
+    assert!(nodes[0].driver.flush(256, &mut events).unwrap());
+    assert!(events.is_empty(), "{events:?}");
+    assert!(!nodes[0].handle.has_queued(), "both frames left the handle");
+    // Only rank 1 polls from here: the bytes are already on the socket.
+    let start = Instant::now();
+    while nodes[1].frames().count() < 2 {
+        if !nodes[1].poll() {
+            thread::sleep(Duration::from_micros(200));
+        }
+        assert!(start.elapsed() < PATIENCE, "the flushed frames never came");
+    }
+    let mut got: Vec<_> = nodes[1]
+        .frames()
+        .map(|(from, channel, frame)| (from, channel, seq_of(frame)))
+        .collect();
+    got.sort_by_key(|&(_, channel, _)| channel.index());
+    assert_eq!(
+        got,
+        [(zero, Channel::Control, 1), (zero, Channel::Action, 1)]
+    );
+}

@@ -442,6 +442,11 @@ impl MpiDriver {
 
     /// Is there anything for a poll to do? Probes every polled tag and
     /// tests the requests in flight (completing sends is itself progress).
+    ///
+    /// (One probe with `MPI_ANY_TAG` instead was measured slower under
+    /// OpenMPI: every probe also runs the library's progress engine, which
+    /// is what moves arriving messages into its matching queues, so fewer
+    /// calls between two yields found arrivals later.)
     fn mpi_ready(&mut self) -> bool {
         let comm = self.comm.get();
         let arrived = Stream::POLLED.iter().any(|stream| {
@@ -534,6 +539,30 @@ impl TransportDriver for MpiDriver {
         if progress {
             self.idle_park = FIRST_IDLE_PARK;
             self.last_progress = Instant::now();
+        }
+        Ok(progress)
+    }
+
+    /// Posts the handle's queued frames (control lane first), as the
+    /// sending part of a poll does; receives nothing.
+    fn flush(
+        &mut self,
+        budget: usize,
+        events: &mut Vec<TransportEvent>,
+    ) -> Result<bool, TransportError> {
+        if self.phase == Phase::Closed {
+            return Err(TransportError::Closed);
+        }
+        if !self.handle.has_queued() {
+            return Ok(false);
+        }
+        let mut out = Out {
+            events,
+            left: budget,
+        };
+        let mut progress = false;
+        for channel in Channel::ALL {
+            progress |= self.post_lane(channel, &mut out);
         }
         Ok(progress)
     }

@@ -73,6 +73,29 @@ pub trait TransportDriver {
         events: &mut Vec<TransportEvent>,
     ) -> Result<bool, TransportError>;
 
+    /// Hands the frames queued on the handle since the last poll to the
+    /// wire now, without receiving anything, and appends at most `budget`
+    /// events (a frame that cannot be sent, as in `poll`). Returns whether
+    /// anything was sent.
+    ///
+    /// The runtime calls it at the end of a round of progress that may
+    /// have queued frames (responses of inline handlers, finished jobs,
+    /// cancellations), so they leave in the same round instead of waiting
+    /// for the next poll. The default does nothing: the next poll sends
+    /// them.
+    ///
+    /// # Errors
+    ///
+    /// As for [`poll`](Self::poll).
+    fn flush(
+        &mut self,
+        budget: usize,
+        events: &mut Vec<TransportEvent>,
+    ) -> Result<bool, TransportError> {
+        let _ = (budget, events);
+        Ok(false)
+    }
+
     /// Blocks for at most `timeout` or until there may be something to
     /// poll. The default waits on the handle's [`Wakeup`], spinning for
     /// `spin` first; transports whose arrivals do not wake the owner (MPI)

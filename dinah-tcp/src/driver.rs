@@ -284,6 +284,24 @@ impl TransportDriver for TcpDriver {
         Ok(progress)
     }
 
+    /// Moves the handle's queued frames to their connections and writes
+    /// what the sockets take; receives nothing. A connection that fails
+    /// here is reported by the next poll.
+    fn flush(
+        &mut self,
+        _budget: usize,
+        _events: &mut Vec<TransportEvent>,
+    ) -> Result<bool, TransportError> {
+        if self.closed.is_some() {
+            return Err(TransportError::Closed);
+        }
+        if !self.handle.has_queued() {
+            return Ok(false);
+        }
+        let taken = self.take_frames();
+        Ok(self.write() || taken)
+    }
+
     /// Waits until something may be there to poll, for at most `timeout`.
     ///
     /// First, for up to `spin`, the owner looks at the sockets itself

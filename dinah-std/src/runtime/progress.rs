@@ -42,13 +42,23 @@ impl Progress {
                 + self.dedup_expired
                 > 0
     }
+
+    /// Could this round have queued frames on the handle? Frames from
+    /// transport events (responses of inline handlers), worker
+    /// completions, expiries and cancellations.
+    fn may_have_queued(&self) -> bool {
+        self.events + self.completions + self.expired + self.cancels_sent + self.responses_sent > 0
+    }
 }
 
 impl Runtime {
     /// Does one bounded round of the owner thread's work, in this order:
     /// transport events (control lane before action lane), worker
     /// completions, expired deadlines, queued cancellations, queued
-    /// responses, expired dedup entries. Each category handles at most
+    /// responses, expired dedup entries; then, if any of these may have
+    /// queued frames, it hands them to the transport at once (see
+    /// [`TransportDriver::flush`](crate::transport::TransportDriver::flush)).
+    /// Each category handles at most
     /// [`RuntimeLimits::max_progress_events`](dinah_core::RuntimeLimits::max_progress_events)
     /// items, so one call never runs long. Never blocks.
     ///
@@ -75,7 +85,34 @@ impl Runtime {
         progress.cancels_sent = self.pump_cancels(budget);
         progress.responses_sent = self.receiver.flush(&self.shared, budget);
         progress.dedup_expired = self.receiver.expire(now, budget);
+        if progress.may_have_queued() {
+            let (sent, events) = self.flush(budget, now);
+            progress.transport_active |= sent;
+            progress.events += events;
+        }
         progress
+    }
+
+    /// Sends what this round queued (see
+    /// [`TransportDriver::flush`](crate::transport::TransportDriver::flush));
+    /// a frame that could not be sent is handled like one a poll reports.
+    /// Returns whether anything was sent, and how many events.
+    fn flush(&mut self, budget: usize, now: Instant) -> (bool, usize) {
+        self.events.clear();
+        let sent = match self.driver.flush(budget, &mut self.events) {
+            Ok(sent) => sent,
+            Err(error) => {
+                self.fail_transport(error);
+                false
+            }
+        };
+        let mut events = std::mem::take(&mut self.events);
+        let count = events.len();
+        for event in events.drain(..) {
+            self.on_event(event, now);
+        }
+        self.events = events;
+        (sent, count)
     }
 
     fn fail_transport(&mut self, error: crate::transport::TransportError) {

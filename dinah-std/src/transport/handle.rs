@@ -282,6 +282,12 @@ impl TransportHandle {
         }
     }
 
+    /// Driver side: is any frame queued on either lane? (Outdated as soon
+    /// as a sender queues one.)
+    pub fn has_queued(&self) -> bool {
+        !self.shared.control.is_empty() || !self.shared.action.is_empty()
+    }
+
     /// Driver side: takes the oldest queued frame of `channel`. It stays
     /// counted (in flight, its bytes retained) until
     /// [`complete_send`](Self::complete_send).

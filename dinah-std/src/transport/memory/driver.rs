@@ -102,6 +102,33 @@ impl TransportDriver for SimDriver {
         Ok(progress)
     }
 
+    /// Sends the handle's queued frames (control lane first), as the
+    /// sending part of a poll does; receives nothing.
+    fn flush(
+        &mut self,
+        budget: usize,
+        events: &mut Vec<TransportEvent>,
+    ) -> Result<bool, TransportError> {
+        if !self.handle.has_queued() {
+            return Ok(false);
+        }
+        let me = self.rank;
+        let mut guard = self.lock();
+        let state = &mut *guard;
+        if state.ranks[me.index()].closed {
+            return Err(TransportError::Closed);
+        }
+        let mut out = Out {
+            events,
+            left: budget,
+        };
+        let mut progress = false;
+        for lane in Channel::ALL {
+            progress |= send_lane(state, me, &self.handle, lane, &mut out);
+        }
+        Ok(progress)
+    }
+
     /// In stepped mode, returns at once (consuming any wake-up): nothing
     /// changes until the test steps or polls. In threaded mode, waits on
     /// the handle's wakeup, which every delivery to this rank triggers.
