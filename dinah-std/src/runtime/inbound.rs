@@ -156,7 +156,7 @@ impl Receiver {
             self.enqueue(shared, to, frame);
             return;
         }
-        if let Err(refused) = shared.send(to, Channel::Action, frame) {
+        if let Err(refused) = shared.send_from_owner(to, Channel::Action, frame) {
             match refused.kind() {
                 crate::transport::SendErrorKind::QueueFull { .. }
                 | crate::transport::SendErrorKind::RetainedBytes { .. } => {
@@ -183,7 +183,7 @@ impl Receiver {
             let Some((to, frame)) = self.outbox.pop_front() else {
                 break;
             };
-            match shared.send(to, Channel::Action, frame) {
+            match shared.send_from_owner(to, Channel::Action, frame) {
                 Ok(()) => sent += 1,
                 Err(refused) => {
                     if matches!(

@@ -280,7 +280,7 @@ impl Runtime {
                 break;
             };
             let frame = frames::cancel(self.shared.rank, call);
-            match self.shared.send(peer, Channel::Control, frame) {
+            match self.shared.send_from_owner(peer, Channel::Control, frame) {
                 Ok(()) => sent += 1,
                 Err(refused) if matches!(refused.kind(), SendErrorKind::QueueFull { .. }) => {
                     self.cancel_retry = Some((peer, call));

@@ -181,6 +181,20 @@ impl Shared {
         Ok(())
     }
 
+    /// As [`send`](Self::send), for the owner thread only (see
+    /// [`TransportHandle::try_send_from_owner`]).
+    pub(crate) fn send_from_owner(
+        &self,
+        to: Rank,
+        channel: dinah_core::wire::Channel,
+        frame: Vec<u8>,
+    ) -> Result<(), crate::transport::TrySendError> {
+        let len = frame.len() as u64;
+        self.handle.try_send_from_owner(to, channel, frame)?;
+        self.metrics.record_bytes_sent(len);
+        Ok(())
+    }
+
     /// Queues a best-effort cancellation of `call` at `peer` and wakes the
     /// owner; counts it as dropped if the queue is full.
     pub(crate) fn queue_cancel(&self, peer: Rank, call: Call) {

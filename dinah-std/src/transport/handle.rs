@@ -214,6 +214,31 @@ impl TransportHandle {
     /// bounded by their own queue), `to` is not in the world or is down, or
     /// the handle is closed.
     pub fn try_send(&self, to: Rank, channel: Channel, frame: Vec<u8>) -> Result<(), TrySendError> {
+        self.queue(to, channel, frame, true)
+    }
+
+    /// As [`try_send`](Self::try_send), without waking the owner: for the
+    /// owner thread itself (the runtime's responses and cancellations),
+    /// which polls the driver before it next waits. Waking itself would
+    /// cost a read-modify-write of a line that workers and other senders
+    /// also write, and make the owner's next wait return at once for
+    /// nothing.
+    pub(crate) fn try_send_from_owner(
+        &self,
+        to: Rank,
+        channel: Channel,
+        frame: Vec<u8>,
+    ) -> Result<(), TrySendError> {
+        self.queue(to, channel, frame, false)
+    }
+
+    fn queue(
+        &self,
+        to: Rank,
+        channel: Channel,
+        frame: Vec<u8>,
+        wake: bool,
+    ) -> Result<(), TrySendError> {
         let shared = &*self.shared;
         if shared.closed.load(Ordering::Acquire) {
             return Err(TrySendError::new(SendErrorKind::Closed, frame));
@@ -238,7 +263,9 @@ impl TransportHandle {
         }
         match self.lane(channel).push(Outgoing { to, frame }) {
             Ok(()) => {
-                shared.wakeup.wake();
+                if wake {
+                    shared.wakeup.wake();
+                }
                 Ok(())
             }
             Err(Outgoing { frame, .. }) => {
