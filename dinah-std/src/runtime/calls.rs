@@ -10,8 +10,17 @@
 //! the generation makes a stale ticket harmless after the slot is reused.
 //! No user code runs under the lock, and wakers are woken after it is
 //! released.
+//!
+//! Every release of the lock publishes the table's earliest deadline in
+//! an atomic, so the owner's checks that run every round of progress
+//! (anything to expire? how long may the owner wait?) read one atomic
+//! instead of taking the lock. A call begun on another thread meanwhile
+//! is seen at the next round: the client that began it has woken the
+//! owner anyway.
 
 use std::any::Any;
+use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -70,7 +79,48 @@ struct Inner {
 
 pub(crate) struct Calls {
     inner: Mutex<Inner>,
+    /// The earliest deadline of a waiting call in nanoseconds
+    /// ([`NO_DEADLINE`] if none), as of the last release of the lock.
+    earliest: AtomicU64,
     capacity: usize,
+}
+
+/// What [`Calls::earliest`] holds while no call is waiting (or only calls
+/// whose deadline is [`Instant::MAX`], which never passes).
+const NO_DEADLINE: u64 = u64::MAX;
+
+/// The lock on a [`Calls`] table; releasing it publishes the earliest
+/// deadline (before the mutex itself is released: fields drop after
+/// `drop` runs).
+struct Locked<'a> {
+    inner: MutexGuard<'a, Inner>,
+    earliest: &'a AtomicU64,
+}
+
+impl Deref for Locked<'_> {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        &self.inner
+    }
+}
+
+impl DerefMut for Locked<'_> {
+    fn deref_mut(&mut self) -> &mut Inner {
+        &mut self.inner
+    }
+}
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        let earliest = self
+            .inner
+            .pending
+            .next_deadline()
+            .map_or(NO_DEADLINE, Instant::as_nanos);
+        if self.earliest.load(Ordering::Relaxed) != earliest {
+            self.earliest.store(earliest, Ordering::Release);
+        }
+    }
 }
 
 impl Calls {
@@ -95,14 +145,25 @@ impl Calls {
                 slots,
                 free,
             }),
+            earliest: AtomicU64::new(NO_DEADLINE),
             capacity,
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Inner> {
+    /// The lock, for reads and for changes that leave the pending table
+    /// (and so its earliest deadline) as it is: nothing to publish.
+    fn lock_slots(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The lock, publishing the earliest deadline when released.
+    fn lock(&self) -> Locked<'_> {
         // Nothing panics while holding the lock; recover the data if a
         // panic elsewhere ever poisoned it.
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+        Locked {
+            inner: self.inner.lock().unwrap_or_else(PoisonError::into_inner),
+            earliest: &self.earliest,
+        }
     }
 
     /// Records a new call with `deadline`.
@@ -135,7 +196,7 @@ impl Calls {
     /// Polls the call: its outcome once it finished (freeing the slot),
     /// otherwise registers the waker.
     pub(crate) fn poll(&self, ticket: Ticket, cx: &mut Context<'_>) -> Poll<CallOutcome> {
-        let mut inner = self.lock();
+        let mut inner = self.lock_slots();
         let Some(entry) = inner.slots.get_mut(ticket.slot as usize) else {
             return Poll::Ready(CallOutcome::Failed(RuntimeError::Cancelled));
         };
@@ -174,7 +235,7 @@ impl Calls {
 
     /// Remembers how to cancel the job of the local call `ticket`.
     pub(crate) fn attach_canceller(&self, ticket: Ticket, canceller: JobCanceller) {
-        let mut inner = self.lock();
+        let mut inner = self.lock_slots();
         if let Some(entry) = inner.slots.get_mut(ticket.slot as usize) {
             if entry.generation == ticket.generation && matches!(entry.state, State::Waiting(_)) {
                 entry.canceller = Some(canceller);
@@ -215,7 +276,7 @@ impl Calls {
 
     /// Is the call still waiting for its outcome?
     pub(crate) fn is_waiting(&self, ticket: Ticket) -> bool {
-        let inner = self.lock();
+        let inner = self.lock_slots();
         inner.slots.get(ticket.slot as usize).is_some_and(|entry| {
             entry.generation == ticket.generation && matches!(entry.state, State::Waiting(_))
         })
@@ -257,6 +318,10 @@ impl Calls {
     /// `DeadlineExceeded`, earliest first, appending their identities to
     /// `expired` (for cancellations).
     pub(crate) fn expire(&self, now: Instant, max: usize, expired: &mut Vec<CallInfo>) {
+        // Nothing due (as of the last release of the lock): no lock.
+        if now.as_nanos() < self.earliest.load(Ordering::Acquire) {
+            return;
+        }
         let mut wakers = Vec::new();
         let mut cancellers = Vec::new();
         {
@@ -329,19 +394,22 @@ impl Calls {
 
     /// Calls waiting for an outcome.
     pub(crate) fn pending(&self) -> usize {
-        self.lock().pending.len()
+        self.lock_slots().pending.len()
     }
 
     /// Slots in use: waiting calls plus finished ones whose future has not
     /// taken the outcome yet.
     #[cfg(test)]
     pub(crate) fn in_use(&self) -> usize {
-        self.capacity - self.lock().free.len()
+        self.capacity - self.lock_slots().free.len()
     }
 
-    /// The earliest deadline of a waiting call.
+    /// The earliest deadline of a waiting call, as of the last release of
+    /// the lock (without taking it). A deadline of [`Instant::MAX`], which
+    /// never passes, counts as none.
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
-        self.lock().pending.next_deadline()
+        let earliest = self.earliest.load(Ordering::Acquire);
+        (earliest != NO_DEADLINE).then(|| Instant::from_nanos(earliest))
     }
 
     pub(crate) fn capacity(&self) -> usize {
@@ -461,5 +529,47 @@ mod tests {
         assert_eq!(calls.fail_peer(peer(2), &error), 2);
         assert_eq!(calls.pending(), 0);
         assert_eq!(calls.in_use(), 3, "outcomes wait for their futures");
+    }
+
+    #[test]
+    fn the_published_deadline_follows_every_change_of_the_table() {
+        let calls = Calls::new(4);
+        let at = |n: u64| Instant::from_nanos(n);
+        assert_eq!(calls.next_deadline(), None);
+        let late = calls.begin(info(1, peer(1)), at(300)).unwrap();
+        assert_eq!(calls.next_deadline(), Some(at(300)));
+        let early = calls.begin(info(2, peer(1)), at(100)).unwrap();
+        let _middle = calls.begin(info(3, peer(2)), at(200)).unwrap();
+        assert_eq!(calls.next_deadline(), Some(at(100)));
+        // Nothing due before 100: expire finds nothing (without the lock).
+        let mut expired = Vec::new();
+        calls.expire(at(99), 8, &mut expired);
+        assert!(expired.is_empty());
+        assert_eq!(calls.pending(), 3);
+        // Abandoning the earliest moves the deadline on.
+        assert!(calls.abandon(early).is_some());
+        assert_eq!(calls.next_deadline(), Some(at(200)));
+        // Completing and expiring move it on too.
+        let result = RuntimeError::Cancelled;
+        calls
+            .complete(RequestId::new(3).unwrap(), |_| {
+                CallOutcome::Failed(result.clone())
+            })
+            .unwrap();
+        assert_eq!(calls.next_deadline(), Some(at(300)));
+        calls.expire(at(300), 8, &mut expired);
+        assert_eq!(expired.len(), 1);
+        assert_eq!(calls.next_deadline(), None);
+        assert!(!calls.is_waiting(late));
+        // A deadline that never passes counts as none, and never expires.
+        let _never = calls.begin(info(4, peer(3)), Instant::MAX).unwrap();
+        assert_eq!(calls.next_deadline(), None);
+        calls.expire(at(u64::MAX - 1), 8, &mut expired);
+        assert_eq!(calls.pending(), 1);
+        // Failing a peer's calls publishes as well.
+        let _fresh = calls.begin(info(5, peer(1)), at(500)).unwrap();
+        assert_eq!(calls.next_deadline(), Some(at(500)));
+        calls.fail_peer(peer(1), &RuntimeError::Cancelled);
+        assert_eq!(calls.next_deadline(), None);
     }
 }

@@ -243,6 +243,10 @@ impl Runtime {
     }
 
     fn handle_completions(&mut self, budget: usize, now: Instant) -> usize {
+        if self.shared.completions.is_empty() {
+            // The common round (and every round with inline handlers only).
+            return 0;
+        }
         let mut handled = 0;
         while handled < budget {
             let Some(completion) = self.shared.completions.pop() else {
@@ -270,6 +274,10 @@ impl Runtime {
 
     /// Hands queued cancellations to the control lane (at most `budget`).
     pub(crate) fn pump_cancels(&mut self, budget: usize) -> usize {
+        if self.cancel_retry.is_none() && self.shared.cancels.is_empty() {
+            // The common round: two loads instead of a failed pop.
+            return 0;
+        }
         let mut sent = 0;
         while sent < budget {
             let Some((peer, call)) = self

@@ -91,6 +91,12 @@ impl CompletionSet {
         (0..n).find_map(|i| self.queues[(start + i) % n].1.pop())
     }
 
+    /// Is no completion waiting in any domain? (Outdated as soon as a
+    /// worker delivers one.)
+    pub(crate) fn is_empty(&self) -> bool {
+        self.queues.iter().all(|(_, q)| q.is_empty())
+    }
+
     /// Completions waiting over all domains.
     pub(crate) fn len(&self) -> usize {
         self.queues.iter().map(|(_, q)| q.len()).sum()
