@@ -110,6 +110,16 @@ fn connect_bare(world: &SimpleCommunicator, handle: HandleConfig) -> (TransportH
         .unwrap_or_else(|error| panic!("connect: {error}"))
 }
 
+/// The next and the previous rank of `driver`'s, around the world.
+fn ring(driver: &MpiDriver) -> (Rank, Rank) {
+    let (me, size) = (driver.rank().get(), driver.world().get());
+    let w = driver.world();
+    (
+        w.rank((me + 1) % size).unwrap(),
+        w.rank((me + size - 1) % size).unwrap(),
+    )
+}
+
 /// Polls until `step`, given the driver and each poll's events (first
 /// none), returns `true`; fails after [`PATIENCE`].
 fn poll_until(
@@ -289,9 +299,7 @@ fn connect_from_another_thread_is_refused(_world: &SimpleCommunicator) {
 fn frames_of_every_size_and_request_reuse(world: &SimpleCommunicator) {
     let (me, size) = rank_of(world);
     let (handle, mut driver) = connect_bare(world, HandleConfig::default());
-    let w = driver.world();
-    let next = w.rank((me + 1) % size).unwrap();
-    let previous = w.rank((me + size - 1) % size).unwrap();
+    let (next, previous) = ring(&driver);
     let sizes = [1, 79, 80, 100, 4096, 65_536, 300_000, 1 << 20];
     let rounds = 3;
     let mut expected = [Vec::new(), Vec::new()];
@@ -329,16 +337,14 @@ fn frames_of_every_size_and_request_reuse(world: &SimpleCommunicator) {
 fn small_frames_in_batches_under_a_budget_of_one(world: &SimpleCommunicator) {
     const ACTION: usize = 300;
     const CONTROL: usize = 40;
-    let (me, size) = rank_of(world);
+    let (me, _) = rank_of(world);
     let config = HandleConfig {
         action_queue: 512,
         control_queue: 64,
         retained_bytes: 1 << 20,
     };
     let (handle, mut driver) = connect_bare(world, config);
-    let w = driver.world();
-    let next = w.rank((me + 1) % size).unwrap();
-    let previous = w.rank((me + size - 1) % size).unwrap();
+    let (next, previous) = ring(&driver);
     // Sizes 0..=199 and, every 50th frame, the batch marker itself
     // followed by a pattern (it must not be taken for a batch).
     let frame = |sender: u32, index: usize| {
@@ -377,16 +383,14 @@ fn small_frames_in_batches_under_a_budget_of_one(world: &SimpleCommunicator) {
 /// `flush` posts the handle's frames (control lane first) without
 /// receiving anything; with nothing queued it reports no progress.
 fn flush_posts_queued_frames(world: &SimpleCommunicator) {
-    let (me, size) = rank_of(world);
+    let (me, _) = rank_of(world);
     let config = HandleConfig {
         action_queue: 64,
         control_queue: 64,
         retained_bytes: 1 << 20,
     };
     let (handle, mut driver) = connect_bare(world, config);
-    let w = driver.world();
-    let next = w.rank((me + 1) % size).unwrap();
-    let previous = w.rank((me + size - 1) % size).unwrap();
+    let (next, previous) = ring(&driver);
     let mut events = Vec::new();
     assert!(
         !driver.flush(16, &mut events).expect("flush"),

@@ -329,6 +329,12 @@ impl MpiDriver {
         progress
     }
 
+    /// Posts the queued frames of both lanes, control first.
+    fn post_lanes(&mut self, out: &mut Out<'_>) -> bool {
+        let control = self.post_lane(Channel::Control, out);
+        self.post_lane(Channel::Action, out) || control
+    }
+
     /// Posts a goodbye on both lanes to every peer not down.
     fn post_goodbyes(&mut self) {
         let peers: Vec<Rank> = self
@@ -524,9 +530,7 @@ impl TransportDriver for MpiDriver {
         };
         let mut progress = self.emit_notices(&mut out);
         progress |= self.sends.complete(&self.handle) > 0;
-        for channel in Channel::ALL {
-            progress |= self.post_lane(channel, &mut out);
-        }
+        progress |= self.post_lanes(&mut out);
         if self.phase == Phase::Flushing {
             let queued = self.handle.counts();
             if queued.queued_control + queued.queued_action == 0 {
@@ -560,11 +564,7 @@ impl TransportDriver for MpiDriver {
             events,
             left: budget,
         };
-        let mut progress = false;
-        for channel in Channel::ALL {
-            progress |= self.post_lane(channel, &mut out);
-        }
-        Ok(progress)
+        Ok(self.post_lanes(&mut out))
     }
 
     /// Returns as soon as there may be work: a wake-up on the handle (a

@@ -181,10 +181,7 @@ impl Shared {
         channel: dinah_core::wire::Channel,
         frame: Vec<u8>,
     ) -> Result<(), crate::transport::TrySendError> {
-        let len = frame.len() as u64;
-        self.handle.try_send(to, channel, frame)?;
-        self.metrics.record_bytes_sent(len);
-        Ok(())
+        self.send_with(TransportHandle::try_send, to, channel, frame)
     }
 
     /// As [`send`](Self::send), for the owner thread only (see
@@ -195,8 +192,23 @@ impl Shared {
         channel: dinah_core::wire::Channel,
         frame: Vec<u8>,
     ) -> Result<(), crate::transport::TrySendError> {
+        self.send_with(TransportHandle::try_send_from_owner, to, channel, frame)
+    }
+
+    fn send_with(
+        &self,
+        queue: fn(
+            &TransportHandle,
+            Rank,
+            dinah_core::wire::Channel,
+            Vec<u8>,
+        ) -> Result<(), crate::transport::TrySendError>,
+        to: Rank,
+        channel: dinah_core::wire::Channel,
+        frame: Vec<u8>,
+    ) -> Result<(), crate::transport::TrySendError> {
         let len = frame.len() as u64;
-        self.handle.try_send_from_owner(to, channel, frame)?;
+        queue(&self.handle, to, channel, frame)?;
         self.metrics.record_bytes_sent(len);
         Ok(())
     }
