@@ -54,6 +54,7 @@ mod stats;
 use std::fmt;
 use std::future::Future;
 use std::pin::pin;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
@@ -110,7 +111,10 @@ pub struct Runtime {
     /// A cancellation taken from the queue that did not fit the control
     /// lane yet.
     cancel_retry: Option<(dinah_core::Rank, dinah_core::wire::Call)>,
-    waker: Waker,
+    /// `block_on`'s waker. In an `Rc` (the runtime is not `Send` anyway)
+    /// so each `block_on` takes it with a plain increment instead of the
+    /// waker's atomic one.
+    waker: Rc<Waker>,
     peers_drained: Vec<bool>,
     shutdown: Option<shutdown::ShutdownState>,
     /// Jobs a timed-out domain join left running, and the remote ones
@@ -179,7 +183,7 @@ impl Runtime {
     /// A panic inside `future` propagates to the caller (the runtime stays
     /// usable).
     pub fn block_on<F: Future>(&mut self, future: F) -> F::Output {
-        let waker = self.waker.clone();
+        let waker = Rc::clone(&self.waker);
         let mut cx = Context::from_waker(&waker);
         let mut future = pin!(future);
         loop {

@@ -347,7 +347,7 @@ impl RuntimeBuilder {
             events: Vec::with_capacity(shared.limits.max_progress_events as usize),
             expired: Vec::new(),
             cancel_retry: None,
-            waker,
+            waker: std::rc::Rc::new(waker),
             peers_drained: vec![false; world.get() as usize],
             shutdown: None,
             stuck: super::shutdown::Stuck::default(),
