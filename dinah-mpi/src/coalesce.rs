@@ -36,6 +36,8 @@ use std::ops::Range;
 
 use dinah_core::{Rank, WorldSize};
 
+use crate::pool::BufferPool;
+
 /// A frame at least this long is sent as its own message: copying it
 /// would cost more than the message it saves.
 pub(crate) const SMALL_FRAME: usize = 4 * 1024;
@@ -124,15 +126,19 @@ impl Staged {
         current + LEN_BYTES + frame.len()
     }
 
-    /// Adds `frame` (the caller checked that it fits).
-    fn add(self, frame: &[u8]) -> Self {
+    /// Adds `frame` (the caller checked that it fits); a new batch's
+    /// buffer comes from `pool` and never grows (a batch is at most
+    /// [`MAX_BATCH_BYTES`], the pool's capacity).
+    fn add(self, frame: &[u8], pool: &mut BufferPool) -> Self {
         match self {
             Self::One(first) => {
-                let mut bytes = Vec::with_capacity(self_capacity(&first, frame));
+                let mut bytes = pool.take_batch();
                 bytes.extend_from_slice(&BATCH_MAGIC);
                 append(&mut bytes, &first);
                 append(&mut bytes, frame);
-                Self::Many(bytes, 2, first.len() + frame.len())
+                let frame_bytes = first.len() + frame.len();
+                pool.give(first);
+                Self::Many(bytes, 2, frame_bytes)
             }
             Self::Many(mut bytes, frames, frame_bytes) => {
                 append(&mut bytes, frame);
@@ -151,13 +157,6 @@ impl Staged {
             },
         }
     }
-}
-
-/// A new batch's first allocation: room for a few more frames like these
-/// two, within the batch bound, so it rarely grows.
-fn self_capacity(first: &[u8], second: &[u8]) -> usize {
-    let per_frame = LEN_BYTES + first.len().max(second.len());
-    (BATCH_MAGIC.len() + 8 * per_frame).min(MAX_BATCH_BYTES)
 }
 
 /// The frames staged for each peer during one poll.
@@ -187,8 +186,16 @@ impl Coalescer {
 
     /// Stages `frame` for `to`, first calling `post` with whatever must go
     /// out before it: the batch staged for `to` when `frame` does not fit
-    /// in it, and `frame` itself when it is too large to stage.
-    pub(crate) fn push(&mut self, to: Rank, frame: Vec<u8>, mut post: impl FnMut(Rank, Batch)) {
+    /// in it, and `frame` itself when it is too large to stage. A new
+    /// batch takes its buffer from `pool`, and a frame copied into a batch
+    /// gives its buffer back.
+    pub(crate) fn push(
+        &mut self,
+        to: Rank,
+        frame: Vec<u8>,
+        pool: &mut BufferPool,
+        mut post: impl FnMut(Rank, Batch),
+    ) {
         let slot = &mut self.staged[to.index()];
         let large = frame.len() >= SMALL_FRAME;
         if let Some(staged) = slot.take() {
@@ -196,7 +203,9 @@ impl Coalescer {
                 && staged.frames() < MAX_BATCH_FRAMES
                 && staged.wire_len_with(&frame) <= MAX_BATCH_BYTES;
             if fits {
-                *slot = Some(staged.add(&frame));
+                *slot = Some(staged.add(&frame, pool));
+                // Copied in: its buffer is the pool's for the next copy.
+                pool.give(frame);
                 self.frames += 1;
                 return;
             }
@@ -302,8 +311,9 @@ mod tests {
     /// Pushes every frame, flushes, and returns what was posted.
     fn stage(coalescer: &mut Coalescer, pushes: &[(u32, Vec<u8>)]) -> Vec<(u32, Batch)> {
         let mut posted = Vec::new();
+        let mut pool = BufferPool::new();
         for (to, frame) in pushes {
-            coalescer.push(rank(*to), frame.clone(), |to, batch| {
+            coalescer.push(rank(*to), frame.clone(), &mut pool, |to, batch| {
                 posted.push((to.get(), batch));
             });
         }
@@ -347,7 +357,9 @@ mod tests {
         let frame = vec![7_u8; 100];
         let address = frame.as_ptr();
         let mut posted = Vec::new();
-        coalescer.push(rank(1), frame, |_, batch| posted.push(batch));
+        coalescer.push(rank(1), frame, &mut BufferPool::new(), |_, batch| {
+            posted.push(batch);
+        });
         assert!(posted.is_empty(), "a small frame waits for the flush");
         assert_eq!(coalescer.frames(), 1);
         coalescer.flush(|_, batch| posted.push(batch));
@@ -506,6 +518,8 @@ mod tests {
                     for batch in batches {
                         prop_assert!(batch.frames <= MAX_BATCH_FRAMES);
                         prop_assert!(batch.frames == 1 || batch.bytes.len() <= MAX_BATCH_BYTES);
+                        // A batch stays in its pooled buffer: it never grew.
+                        prop_assert!(batch.frames == 1 || BufferPool::is_batch(&batch.bytes));
                     }
                 }
             }

@@ -18,6 +18,7 @@ use crate::comm::{self, PrivateComm};
 use crate::config::MpiConfig;
 use crate::farewell;
 use crate::peers::{Notice, Peers};
+use crate::pool::BufferPool;
 use crate::receive::{Probe, Receives};
 use crate::send::{SendKind, Sends};
 use crate::tags::Stream;
@@ -54,7 +55,7 @@ fn post_batch(
         comm.get(),
         to,
         stream,
-        batch.bytes.into_boxed_slice(),
+        batch.bytes,
         SendKind::Frames {
             channel,
             frames: batch.frames,
@@ -109,6 +110,8 @@ pub struct MpiDriver {
     sends: Sends,
     /// Small frames staged per peer during one poll (see `coalesce.rs`).
     coalescer: Coalescer,
+    /// Batch buffers kept for reuse (see `pool.rs`).
+    buffers: BufferPool,
     receives: Receives,
     peers: Peers,
     phase: Phase,
@@ -195,6 +198,7 @@ impl MpiDriver {
             sessions,
             sends,
             coalescer: Coalescer::new(world),
+            buffers: BufferPool::new(),
             receives: Receives::new(world),
             peers: Peers::new(me, world),
             phase: Phase::Running,
@@ -313,9 +317,10 @@ impl MpiDriver {
                 coalescer,
                 sends,
                 comm,
+                buffers,
                 ..
             } = self;
-            coalescer.push(to, frame, |to, batch| {
+            coalescer.push(to, frame, buffers, |to, batch| {
                 post_batch(sends, comm, to, stream, channel, batch);
             });
         }
@@ -369,7 +374,10 @@ impl MpiDriver {
                     exhausted = false;
                     break;
                 }
-                match self.receives.probe(self.comm.get(), stream) {
+                match self
+                    .receives
+                    .probe(self.comm.get(), stream, &mut self.buffers)
+                {
                     Probe::Empty => break,
                     Probe::Started { .. } => progress = true,
                 }
@@ -393,11 +401,13 @@ impl MpiDriver {
             limits,
             frames_received,
             bytes_received,
+            buffers,
             ..
         } = self;
         let (world, limits) = (*world, *limits);
         let mut absorbed = false;
-        let counted = receives.take_ready(Stream::of(channel), true, out.left, |from, bytes| {
+        let stream = Stream::of(channel);
+        let counted = receives.take_ready(stream, true, out.left, buffers, |from, bytes| {
             if let Some(frames_sent) = farewell::parse_goodbye(&bytes, channel, from, world, limits)
             {
                 peers.on_goodbye(from, channel, frames_sent);
@@ -422,7 +432,10 @@ impl MpiDriver {
     fn receive_close_markers(&mut self) -> bool {
         let mut progress = false;
         for _ in 0..self.world.get() {
-            match self.receives.probe(self.comm.get(), Stream::Close) {
+            match self
+                .receives
+                .probe(self.comm.get(), Stream::Close, &mut self.buffers)
+            {
                 Probe::Empty => break,
                 Probe::Started { .. } => progress = true,
             }
@@ -431,9 +444,10 @@ impl MpiDriver {
             receives,
             peers,
             sessions,
+            buffers,
             ..
         } = self;
-        receives.take_ready(Stream::Close, false, usize::MAX, |from, bytes| {
+        receives.take_ready(Stream::Close, false, usize::MAX, buffers, |from, bytes| {
             // A marker from an earlier transport on a reused communicator
             // context carries another session number: ignored.
             if let Some((session, lost)) = farewell::parse_close_marker(&bytes) {
@@ -460,7 +474,9 @@ impl MpiDriver {
                 .immediate_probe_with_tag(stream.tag())
                 .is_some()
         });
-        arrived || self.receives.poll_ready() || self.sends.complete(&self.handle) > 0
+        arrived
+            || self.receives.poll_ready()
+            || self.sends.complete(&self.handle, &mut self.buffers) > 0
     }
 
     /// Gives up on everything MPI still holds (see [`TransportDriver::close`]).
@@ -479,7 +495,7 @@ impl MpiDriver {
             self.post_goodbyes();
         }
         loop {
-            let _ = self.sends.complete(&self.handle);
+            let _ = self.sends.complete(&self.handle, &mut self.buffers);
             if self.sends.is_empty() || Instant::now() >= deadline {
                 break;
             }
@@ -505,7 +521,7 @@ impl MpiDriver {
                 SendKind::Internal,
             );
         }
-        let _ = self.sends.complete(&self.handle);
+        let _ = self.sends.complete(&self.handle, &mut self.buffers);
     }
 }
 
@@ -529,7 +545,7 @@ impl TransportDriver for MpiDriver {
             left: budget,
         };
         let mut progress = self.emit_notices(&mut out);
-        progress |= self.sends.complete(&self.handle) > 0;
+        progress |= self.sends.complete(&self.handle, &mut self.buffers) > 0;
         progress |= self.post_lanes(&mut out);
         if self.phase == Phase::Flushing {
             let queued = self.handle.counts();
@@ -706,6 +722,7 @@ impl fmt::Debug for MpiDriver {
             .field("phase", &self.phase)
             .field("session", &self.session)
             .field("pending_receives", &self.receives.len())
+            .field("pooled_buffers", &self.buffers.kept())
             .field("counts", &self.counts())
             .finish_non_exhaustive()
     }

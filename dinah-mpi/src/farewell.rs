@@ -24,7 +24,7 @@ use dinah_core::{ProtocolLimits, Rank, WorldSize};
 pub(crate) const CLOSE_MARKER_LEN: usize = 16;
 
 /// The encoded goodbye from `me` announcing `frames_sent`.
-pub(crate) fn goodbye(me: Rank, frames_sent: u64) -> Box<[u8]> {
+pub(crate) fn goodbye(me: Rank, frames_sent: u64) -> Vec<u8> {
     let header = Header::without_payload(me, Message::Goodbye { frames_sent })
         .expect("only error messages require a payload");
     let mut bytes = vec![0; HEADER_LEN];
@@ -32,7 +32,7 @@ pub(crate) fn goodbye(me: Rank, frames_sent: u64) -> Box<[u8]> {
     let len = encode_frame(&header, &no_segments, &mut bytes)
         .expect("a goodbye is exactly one header long");
     bytes.truncate(len);
-    bytes.into_boxed_slice()
+    bytes
 }
 
 /// The announced count if `bytes`, received from `from` on `channel`, is a
@@ -57,11 +57,11 @@ pub(crate) fn parse_goodbye(
 
 /// A close marker for a peer: this transport's `session`, then the number
 /// of sends to that peer abandoned incomplete.
-pub(crate) fn close_marker(session: u64, lost: u64) -> Box<[u8]> {
+pub(crate) fn close_marker(session: u64, lost: u64) -> Vec<u8> {
     let mut bytes = [0u8; CLOSE_MARKER_LEN];
     bytes[..8].copy_from_slice(&session.to_le_bytes());
     bytes[8..].copy_from_slice(&lost.to_le_bytes());
-    Box::new(bytes)
+    bytes.to_vec()
 }
 
 /// Decodes a close marker: (session, sends lost). `None` if malformed.
@@ -106,7 +106,7 @@ mod tests {
     fn other_frames_and_garbage_are_not_goodbyes() {
         let world = WorldSize::new(2).unwrap();
         let limits = ProtocolLimits::DEFAULT;
-        let mut bytes = goodbye(Rank::ZERO, 1).into_vec();
+        let mut bytes = goodbye(Rank::ZERO, 1);
         assert_eq!(
             parse_goodbye(
                 &bytes[..HEADER_LEN - 1],
@@ -122,7 +122,7 @@ mod tests {
             parse_goodbye(&bytes, Channel::Control, Rank::ZERO, world, limits),
             None
         );
-        let mut corrupt = goodbye(Rank::ZERO, 1).into_vec();
+        let mut corrupt = goodbye(Rank::ZERO, 1);
         corrupt[0] ^= 0xff;
         assert_eq!(
             parse_goodbye(&corrupt, Channel::Control, Rank::ZERO, world, limits),

@@ -24,6 +24,7 @@ use dinah_std::transport::TransportHandle;
 use mpi::topology::SimpleCommunicator;
 
 use crate::error::MpiError;
+use crate::pool::BufferPool;
 use crate::receive::{Probe, Receives};
 use crate::send::{SendKind, Sends};
 use crate::tags::Stream;
@@ -154,12 +155,14 @@ pub(crate) fn exchange(
     let me = mine.rank;
     let message = encode(mine, session);
     let mut sends = Sends::with_capacity(world.get() as usize);
+    // Hellos are far below a batch's size: this pool stays empty.
+    let mut pool = BufferPool::new();
     for peer in world.ranks().filter(|&peer| peer != me) {
         sends.post(
             comm,
             peer,
             Stream::Hello,
-            Box::new(message),
+            message.to_vec(),
             SendKind::Internal,
         );
     }
@@ -169,21 +172,27 @@ pub(crate) fn exchange(
     let mut idle = Backoff::default();
     while left > 0 && Instant::now() < deadline {
         let mut progress = false;
-        while let Probe::Started { .. } = receives.probe(comm, Stream::Hello) {
+        while let Probe::Started { .. } = receives.probe(comm, Stream::Hello, &mut pool) {
             progress = true;
         }
-        receives.take_ready(Stream::Hello, false, usize::MAX, |from, bytes| {
-            let slot = &mut slots[from.index()];
-            *slot = match (*slot, decode(&bytes)) {
-                (Slot::Missing, Ok((hello, session))) => Slot::Hello(hello, session),
-                (Slot::Missing, Err(error)) => Slot::Bad(error),
-                _ => Slot::Duplicate,
-            };
-            left -= usize::from(matches!(*slot, Slot::Hello(..) | Slot::Bad(_)));
-            progress = true;
-            true
-        });
-        progress |= sends.complete(handle) > 0;
+        receives.take_ready(
+            Stream::Hello,
+            false,
+            usize::MAX,
+            &mut pool,
+            |from, bytes| {
+                let slot = &mut slots[from.index()];
+                *slot = match (*slot, decode(&bytes)) {
+                    (Slot::Missing, Ok((hello, session))) => Slot::Hello(hello, session),
+                    (Slot::Missing, Err(error)) => Slot::Bad(error),
+                    _ => Slot::Duplicate,
+                };
+                left -= usize::from(matches!(*slot, Slot::Hello(..) | Slot::Bad(_)));
+                progress = true;
+                true
+            },
+        );
+        progress |= sends.complete(handle, &mut pool) > 0;
         idle.pause(progress);
     }
     let result = verdict(mine, world, &slots);
@@ -191,7 +200,7 @@ pub(crate) fn exchange(
         // Nobody will take these over: give them until the deadline (small
         // eager sends are usually complete already).
         while !sends.is_empty() && Instant::now() < deadline {
-            let done = sends.complete(handle) > 0;
+            let done = sends.complete(handle, &mut pool) > 0;
             idle.pause(done);
         }
     }

@@ -60,6 +60,7 @@ mod farewell;
 mod hello;
 mod owned;
 mod peers;
+mod pool;
 mod receive;
 mod send;
 mod tags;

@@ -1,12 +1,13 @@
-//! An MPI receive request that owns the buffer it writes into.
+//! MPI requests that own the buffers they use.
 //!
 //! Nonblocking MPI operations borrow their buffer until they complete, and
 //! the `mpi` crate ties that borrow to a scope. A `LocalScope` cannot be
 //! stored in a struct, so the transport uses [`StaticScope`], which needs a
-//! `'static` buffer: each buffer is a `Box<[u8]>` turned into a raw pointer
-//! with [`Box::into_raw`] (leaked), lent to MPI as a `'static` reference,
-//! and rebuilt into its box when [`OwnedRequest::test`] sees the request
-//! complete.
+//! `'static` buffer: each buffer is a `Vec<u8>` taken apart into its raw
+//! parts ([`Lent`]), lent to MPI as a `'static` slice, and rebuilt into
+//! its vector once MPI completed the request. Keeping the vector (rather
+//! than a boxed slice) keeps its capacity, so a buffer can go back to the
+//! driver's pool (`pool.rs`) and be lent again without an allocation.
 //!
 //! A request that never completes (its peer stopped receiving, the
 //! transport closed first) is never waited for: dropping an
@@ -15,56 +16,123 @@
 //! memory-safe; the leak is reported by the driver's counts.
 
 use std::fmt;
+use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
 
 use mpi::point_to_point::Message;
 use mpi::request::{Request, StaticScope};
 
-/// An incomplete MPI request plus the leaked buffer it uses.
+/// A `Vec<u8>` lent to MPI, kept as its raw parts.
 ///
-/// Invariant: while `request` is `Some`, MPI may access `buffer`, nothing
-/// else references it, and it is not freed; once `request` is `None` the
-/// buffer has been rebuilt into a box and handed out (exactly once).
-pub(crate) struct OwnedRequest {
-    request: Option<Request<'static, [u8], StaticScope>>,
-    buffer: NonNull<[u8]>,
+/// It has no `Drop`: dropping it leaks the buffer, which is what a
+/// request that may still be in MPI's hands needs. [`Lent::into_vec`]
+/// gives the vector back once MPI is done with it.
+#[derive(Debug)]
+pub(crate) struct Lent {
+    ptr: NonNull<u8>,
+    len: usize,
+    capacity: usize,
 }
 
-impl OwnedRequest {
-    /// Starts the immediate receive of a probed `message` of `len` bytes.
-    pub(crate) fn receive(message: Message, len: usize) -> Self {
-        let mut buffer = NonNull::from(Box::leak(vec![0u8; len].into_boxed_slice()));
-        // SAFETY: the buffer comes from a leaked box, so it is valid,
-        // aligned and initialised, and it is not freed while the request
-        // lives (only `test` frees it, after completion; `Drop` leaks it).
-        // This exclusive borrow is the only reference to it until the
-        // request completes; `test` rebuilds the box only after MPI
-        // consumed the request.
-        let data: &'static mut [u8] = unsafe { buffer.as_mut() };
-        let request = message.immediate_matched_receive_into(StaticScope, data);
+impl Lent {
+    /// Takes `buffer` apart; its bytes stay where they are.
+    pub(crate) fn new(buffer: Vec<u8>) -> Self {
+        let mut buffer = ManuallyDrop::new(buffer);
         Self {
-            request: Some(request),
-            buffer,
+            // A vector's pointer is never null (dangling when empty).
+            ptr: NonNull::new(buffer.as_mut_ptr()).expect("a Vec's pointer is never null"),
+            len: buffer.len(),
+            capacity: buffer.capacity(),
         }
     }
 
-    /// Tests the request without blocking. Returns its buffer (the bytes
-    /// sent, or the bytes received) the first time it finds the request
-    /// complete; `None` while it is incomplete and after the buffer was
-    /// handed out.
-    pub(crate) fn test(&mut self) -> Option<Box<[u8]>> {
-        let request = self.request.take()?;
+    /// The buffer's length in bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The bytes, for MPI to read.
+    ///
+    /// # Safety
+    ///
+    /// The caller must not call [`Lent::into_vec`] while the returned
+    /// slice (or what MPI does with it) is in use, and must not write the
+    /// bytes meanwhile.
+    pub(crate) unsafe fn as_static(&self) -> &'static [u8] {
+        // SAFETY: `ptr`, `len` describe the initialised part of a vector
+        // that is neither freed nor moved until `into_vec`, which the
+        // caller promises not to call while this slice is used.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+
+    /// The bytes, for MPI to write.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Lent::as_static`], and this must be the only reference to
+    /// the bytes while it is in use.
+    pub(crate) unsafe fn as_static_mut(&mut self) -> &'static mut [u8] {
+        // SAFETY: as in `as_static`; the caller promises exclusivity.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+
+    /// The vector back.
+    ///
+    /// # Safety
+    ///
+    /// MPI must be done with the buffer (its request completed), and no
+    /// slice from [`Lent::as_static`] or [`Lent::as_static_mut`] may be
+    /// used afterwards.
+    pub(crate) unsafe fn into_vec(self) -> Vec<u8> {
+        // SAFETY: the parts came from a vector in `new` that nothing freed
+        // since (`Lent` has no `Drop` and this consumes it, so the vector
+        // is rebuilt at most once); the caller promises MPI is done.
+        unsafe { Vec::from_raw_parts(self.ptr.as_ptr(), self.len, self.capacity) }
+    }
+}
+
+/// An incomplete MPI receive plus the lent buffer it writes into.
+///
+/// Invariant: while `request` is `Some`, MPI may write the buffer, nothing
+/// else references it, and it is not freed; once it is `None` the buffer
+/// has been rebuilt into its vector and handed out (exactly once).
+pub(crate) struct OwnedRequest {
+    request: Option<(Request<'static, [u8], StaticScope>, Lent)>,
+    len: usize,
+}
+
+impl OwnedRequest {
+    /// Starts the immediate receive of a probed `message` into `buffer`,
+    /// whose length is the message's.
+    pub(crate) fn receive(message: Message, buffer: Vec<u8>) -> Self {
+        let len = buffer.len();
+        let mut buffer = Lent::new(buffer);
+        // SAFETY: the buffer is not rebuilt while the request lives (only
+        // `test` does that, after completion; `Drop` leaks it), and this
+        // exclusive borrow is the only reference to it until then.
+        let data: &'static mut [u8] = unsafe { buffer.as_static_mut() };
+        let request = message.immediate_matched_receive_into(StaticScope, data);
+        Self {
+            request: Some((request, buffer)),
+            len,
+        }
+    }
+
+    /// Tests the request without blocking. Returns its buffer, holding the
+    /// bytes received, the first time it finds the request complete;
+    /// `None` while it is incomplete and after the buffer was handed out.
+    pub(crate) fn test(&mut self) -> Option<Vec<u8>> {
+        let (request, buffer) = self.request.take()?;
         match request.test() {
             Ok(_status) => {
                 // SAFETY: MPI completed the request and `test` consumed it,
                 // together with its borrow of the buffer, so nothing refers
-                // to the buffer any more. It came from `Box::leak` in
-                // `receive` and is rebuilt exactly once: `request` is now
-                // `None`, so neither a later `test` nor `Drop` touches it.
-                Some(unsafe { Box::from_raw(self.buffer.as_ptr()) })
+                // to the buffer any more; `into_vec` consumes the `Lent`,
+                // so neither a later `test` nor `Drop` touches it.
+                Some(unsafe { buffer.into_vec() })
             }
             Err(request) => {
-                self.request = Some(request);
+                self.request = Some((request, buffer));
                 None
             }
         }
@@ -77,16 +145,17 @@ impl OwnedRequest {
 
     /// The buffer's length in bytes.
     pub(crate) fn len(&self) -> usize {
-        self.buffer.len()
+        self.len
     }
 }
 
 impl Drop for OwnedRequest {
     fn drop(&mut self) {
-        if let Some(request) = self.request.take() {
+        if let Some((request, _buffer)) = self.request.take() {
             // Still in MPI's hands: dropping a `Request` panics and waiting
             // could block forever, so the request is forgotten and its
-            // buffer leaked; it stays valid for as long as MPI might use it.
+            // buffer leaked (`Lent` has no `Drop`); it stays valid for as
+            // long as MPI might use it.
             std::mem::forget(request);
         }
     }

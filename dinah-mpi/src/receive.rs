@@ -4,7 +4,8 @@
 //! any source (`MPI_Improbe`). A matched message is removed from MPI's
 //! matching queue, so no other probe or receive can take it, and must be
 //! received: an immediate matched receive (`MPI_Imrecv`) into a buffer
-//! sized exactly from the probed count is started at once. Small messages
+//! sized exactly from the probed count is started at once (a pooled one
+//! for batch-sized messages, see `pool.rs`). Small messages
 //! have usually arrived whole and complete on the first test; large ones
 //! (MPI's rendezvous protocol) complete after later progress.
 //!
@@ -29,6 +30,7 @@ use mpi::traits::{Communicator, Source};
 
 use crate::coalesce::{Unbatch, is_batch};
 use crate::owned::OwnedRequest;
+use crate::pool::BufferPool;
 use crate::tags::Stream;
 
 /// One matched message being received.
@@ -37,7 +39,7 @@ struct Pending {
     from: Rank,
     request: OwnedRequest,
     /// The bytes, once the receive completed.
-    done: Option<Box<[u8]>>,
+    done: Option<Vec<u8>>,
     /// How far its frames were handed out (a batch may be handed out
     /// over several polls).
     unbatch: Unbatch,
@@ -80,8 +82,13 @@ impl Receives {
     }
 
     /// Matches the next message of `stream` from any source and starts
-    /// receiving it.
-    pub(crate) fn probe(&mut self, comm: &SimpleCommunicator, stream: Stream) -> Probe {
+    /// receiving it (into a buffer from `pool` if it is batch-sized).
+    pub(crate) fn probe(
+        &mut self,
+        comm: &SimpleCommunicator,
+        stream: Stream,
+        pool: &mut BufferPool,
+    ) -> Probe {
         let Some((message, status)) = comm
             .any_process()
             .immediate_matched_probe_with_tag(stream.tag())
@@ -95,7 +102,7 @@ impl Receives {
             .ok()
             .and_then(|rank| self.world.rank(rank).ok())
             .expect("MPI reports a source inside the communicator");
-        let request = OwnedRequest::receive(message, len);
+        let request = OwnedRequest::receive(message, pool.take_len(len));
         self.bytes += len as u64;
         self.pending[stream.index()].push_back(Pending {
             from,
@@ -130,12 +137,15 @@ impl Receives {
     /// On a stream that carries batches (`batched`, see `coalesce.rs`), a
     /// batch's frames are copied out one by one, and when the budget ends
     /// inside a batch the rest of it stays first in line for its source;
-    /// any other message is handed out whole, without a copy.
+    /// any other message is handed out whole, without a copy unless it was
+    /// received into a pooled buffer. Pooled buffers go back to `pool`
+    /// once their frames are out.
     pub(crate) fn take_ready(
         &mut self,
         stream: Stream,
         batched: bool,
         max: usize,
+        pool: &mut BufferPool,
         mut deliver: impl FnMut(Rank, Vec<u8>) -> bool,
     ) -> usize {
         self.blocked.iter_mut().for_each(|b| *b = false);
@@ -159,10 +169,18 @@ impl Receives {
                 continue;
             };
             if entry.unbatch == Unbatch::Start && !(batched && is_batch(&bytes)) {
-                // One frame: handed out whole, without a copy.
+                // One frame: handed out whole, without a copy unless its
+                // buffer is the pool's.
                 let _ = queue.remove(index);
                 self.bytes -= bytes.len() as u64;
-                if deliver(from, bytes.into_vec()) {
+                let frame = if BufferPool::is_batch(&bytes) {
+                    let frame = pool.copy(&bytes);
+                    pool.give(bytes);
+                    frame
+                } else {
+                    bytes
+                };
+                if deliver(from, frame) {
                     counted += 1;
                 }
                 continue;
@@ -172,13 +190,14 @@ impl Receives {
                 let Some(range) = entry.unbatch.next(&bytes) else {
                     break;
                 };
-                if deliver(from, bytes[range].to_vec()) {
+                if deliver(from, pool.copy(&bytes[range])) {
                     counted += 1;
                 }
             }
             if entry.unbatch.is_done() {
                 let _ = queue.remove(index);
                 self.bytes -= bytes.len() as u64;
+                pool.give(bytes);
             } else {
                 // The budget ended inside this batch: the rest waits, and
                 // so does everything after it from this source.

@@ -8,10 +8,11 @@
 //!
 //! # Buffers and requests
 //!
-//! Each buffer is a `Box<[u8]>` leaked for the duration of the send
-//! ([`Box::leak`], lent to MPI as a `'static` slice under the `mpi`
-//! crate's [`StaticScope`]) and rebuilt into its box once MPI completed
-//! the request. The requests are kept as raw `MPI_Request` handles in one
+//! Each buffer is a `Vec<u8>` taken apart for the duration of the send
+//! ([`Lent`], lent to MPI as a `'static` slice under the `mpi` crate's
+//! [`StaticScope`]) and rebuilt into its vector once MPI completed the
+//! request; a batch's buffer then goes back to the driver's pool
+//! (`pool.rs`). The requests are kept as raw `MPI_Request` handles in one
 //! array, so a single `MPI_Testsome` per call tests them all (one round
 //! of MPI progress instead of one per incomplete request). A send still
 //! incomplete when the transport closes is abandoned: its request is never
@@ -29,7 +30,6 @@
 use std::fmt;
 use std::mem::MaybeUninit;
 use std::os::raw::c_int;
-use std::ptr::NonNull;
 
 use dinah_core::Rank;
 use dinah_core::wire::Channel;
@@ -39,6 +39,8 @@ use mpi::request::StaticScope;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::{Communicator, Destination};
 
+use crate::owned::Lent;
+use crate::pool::BufferPool;
 use crate::tags::Stream;
 
 /// Who accounts for a send.
@@ -62,8 +64,8 @@ pub(crate) enum SendKind {
 /// What a send in flight owns besides its request.
 #[derive(Debug)]
 struct InFlight {
-    /// The leaked buffer MPI reads from.
-    buffer: NonNull<[u8]>,
+    /// The lent buffer MPI reads from.
+    buffer: Lent,
     to: Rank,
     kind: SendKind,
 }
@@ -116,18 +118,17 @@ impl Sends {
         comm: &SimpleCommunicator,
         to: Rank,
         stream: Stream,
-        bytes: Box<[u8]>,
+        bytes: Vec<u8>,
         kind: SendKind,
     ) {
         let len = bytes.len() as u64;
         let dest = i32::try_from(to.get()).expect("ranks of an MPI communicator fit an i32");
-        let buffer = NonNull::from(Box::leak(bytes));
-        // SAFETY: `buffer` comes from a leaked box, so it is valid,
-        // aligned and initialised for its whole length. It is freed only by
+        let buffer = Lent::new(bytes);
+        // SAFETY: the buffer is rebuilt (and maybe freed) only by
         // `complete`, after MPI reported this send complete, and leaked by
-        // `abandon` otherwise, so the `'static` borrow never dangles. No
-        // mutable reference to it exists while the send is in flight.
-        let data: &'static [u8] = unsafe { buffer.as_ref() };
+        // `abandon` otherwise, so the `'static` borrow never dangles.
+        // Nothing writes it while the send is in flight.
+        let data: &'static [u8] = unsafe { buffer.as_static() };
         let request =
             comm.process_at_rank(dest)
                 .immediate_send_with_tag(StaticScope, data, stream.tag());
@@ -151,8 +152,8 @@ impl Sends {
 
     /// Tests every send in flight with one `MPI_Testsome` and releases
     /// each one that completed (a frame's ticket on `handle`, counted as
-    /// sent). Returns how many completed.
-    pub(crate) fn complete(&mut self, handle: &TransportHandle) -> usize {
+    /// sent; a batch's buffer back to `pool`). Returns how many completed.
+    pub(crate) fn complete(&mut self, handle: &TransportHandle, pool: &mut BufferPool) -> usize {
         let n = self.requests.len();
         if n == 0 {
             return 0;
@@ -186,10 +187,11 @@ impl Sends {
             let entry = self.entries.swap_remove(index);
             // SAFETY: MPI completed the request that read this buffer (it
             // is now the null request and was removed), so nothing refers
-            // to the buffer any more; it came from `Box::leak` in `post`
-            // and is rebuilt exactly once, here, as its entry is removed.
-            let buffer = unsafe { Box::from_raw(entry.buffer.as_ptr()) };
+            // to the buffer any more; its entry is removed here, so it is
+            // rebuilt exactly once.
+            let buffer = unsafe { entry.buffer.into_vec() };
             self.release(entry.kind, buffer.len(), handle, true);
+            pool.give(buffer);
         }
         done
     }
