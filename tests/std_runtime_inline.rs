@@ -299,3 +299,68 @@ fn an_inline_response_leaves_in_the_round_that_served_its_request() {
     }
     panic!("the answer never arrived without another round on rank 1: {network}");
 }
+
+/// The owner thread counts its events during a round and publishes them
+/// when the round ends: a client on any thread then reads exactly what
+/// the owner's own `stats()` reads, and both ranks' byte counts agree.
+#[test]
+fn owner_counts_are_published_when_each_round_ends() {
+    let world = WorldSize::new(2).unwrap();
+    let network = SimNetwork::with_mode(
+        world,
+        1,
+        FaultPlan::new(),
+        SimMode::Stepped {
+            tick: Duration::from_micros(1),
+        },
+    )
+    .unwrap();
+    let mut runtimes: Vec<Runtime> = world
+        .ranks()
+        .map(|rank| {
+            let mut builder =
+                Runtime::builder(3, ProtocolLimits::default(), RuntimeLimits::default()).unwrap();
+            builder
+                .register_inline::<Inc, _>(DEFAULT_DOMAIN, |Inc(x)| Ok(x + 1))
+                .unwrap();
+            builder.clock(Arc::new(network.clock()));
+            let hello = builder.hello().unwrap();
+            let (handle, driver) = network.endpoint(rank, hello.handle).unwrap();
+            builder.start(handle, driver).unwrap()
+        })
+        .collect();
+    let server = Rank::new(1, world).unwrap();
+    let clients = [runtimes[0].client(), runtimes[1].client()];
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    const CALLS: u64 = 5;
+    for n in 0..CALLS {
+        let mut future = std::pin::pin!(clients[0].spawn_on(server, Inc(n)));
+        let mut rounds = 0;
+        loop {
+            if let Poll::Ready(result) = future.as_mut().poll(&mut cx) {
+                assert_eq!(result.unwrap(), n + 1);
+                break;
+            }
+            rounds += 1;
+            assert!(rounds < 1000, "call {n} never finished: {network}");
+            for runtime in &mut runtimes {
+                runtime.progress();
+            }
+            network.step();
+        }
+        // Between rounds, another thread's reading is the owner's.
+        for (client, runtime) in clients.iter().zip(&runtimes) {
+            let from_elsewhere = std::thread::scope(|s| s.spawn(|| client.metrics()).join());
+            assert_eq!(from_elsewhere.unwrap(), runtime.stats().metrics);
+        }
+    }
+    let [caller, served] = [clients[0].metrics(), clients[1].metrics()];
+    assert_eq!(caller.completed, CALLS);
+    assert_eq!(caller.submitted, CALLS);
+    assert!(caller.bytes_sent > 0 && served.bytes_sent > 0);
+    assert_eq!(caller.bytes_sent, served.bytes_received, "requests");
+    assert_eq!(served.bytes_sent, caller.bytes_received, "responses");
+    // Dropped here, never blocking; clients outlive their runtimes.
+    drop(runtimes);
+    assert_eq!(clients[0].metrics(), caller);
+}

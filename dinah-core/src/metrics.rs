@@ -176,6 +176,60 @@ impl RuntimeMetrics {
         saturating_add(&self.bytes_received, n);
     }
 
+    /// Adds counts recorded elsewhere, field by field (each saturating at
+    /// `u64::MAX`); a zero field costs a comparison, not an atomic update.
+    ///
+    /// For a thread that records many events in a row: it can count them
+    /// in a plain [`MetricsSnapshot`] and add them here at once, paying
+    /// one atomic update per counter that changed instead of one per
+    /// event. Readers see such counts when they are added, not before.
+    ///
+    /// ```
+    /// use dinah_core::{MetricsSnapshot, RuntimeMetrics};
+    ///
+    /// let metrics = RuntimeMetrics::new();
+    /// metrics.record_completed();
+    /// let batch = MetricsSnapshot { completed: 2, bytes_received: 96, ..MetricsSnapshot::default() };
+    /// metrics.add(&batch);
+    /// assert_eq!(metrics.snapshot().completed, 3);
+    /// assert_eq!(metrics.snapshot().bytes_received, 96);
+    /// ```
+    pub fn add(&self, counts: &MetricsSnapshot) {
+        let MetricsSnapshot {
+            submitted,
+            started,
+            completed,
+            failed,
+            cancellation_requested,
+            cancellation_acknowledged,
+            late_results_discarded,
+            duplicates_suppressed,
+            deadline_expiries,
+            protocol_rejections,
+            bytes_sent,
+            bytes_received,
+        } = *counts;
+        let pairs = [
+            (&self.submitted, submitted),
+            (&self.started, started),
+            (&self.completed, completed),
+            (&self.failed, failed),
+            (&self.cancellation_requested, cancellation_requested),
+            (&self.cancellation_acknowledged, cancellation_acknowledged),
+            (&self.late_results_discarded, late_results_discarded),
+            (&self.duplicates_suppressed, duplicates_suppressed),
+            (&self.deadline_expiries, deadline_expiries),
+            (&self.protocol_rejections, protocol_rejections),
+            (&self.bytes_sent, bytes_sent),
+            (&self.bytes_received, bytes_received),
+        ];
+        for (counter, n) in pairs {
+            if n > 0 {
+                saturating_add(counter, n);
+            }
+        }
+    }
+
     /// Reads every counter (`Relaxed`, one after another).
     ///
     /// Not one atomic instant under concurrent updates: see the type's
@@ -325,6 +379,36 @@ mod tests {
     extern crate std;
     use std::string::ToString;
     use std::vec::Vec;
+
+    #[test]
+    fn added_counts_land_in_their_own_counters_and_saturate() {
+        let metrics = RuntimeMetrics::new();
+        let batch = MetricsSnapshot {
+            submitted: 1,
+            started: 2,
+            completed: 3,
+            failed: 4,
+            cancellation_requested: 5,
+            cancellation_acknowledged: 6,
+            late_results_discarded: 7,
+            duplicates_suppressed: 8,
+            deadline_expiries: 9,
+            protocol_rejections: 10,
+            bytes_sent: 11,
+            bytes_received: 12,
+        };
+        metrics.add(&batch);
+        assert_eq!(metrics.snapshot(), batch);
+        metrics.add(&MetricsSnapshot::default());
+        assert_eq!(metrics.snapshot(), batch, "adding nothing changes nothing");
+        metrics.add(&MetricsSnapshot {
+            bytes_sent: u64::MAX,
+            ..MetricsSnapshot::default()
+        });
+        let after = metrics.snapshot();
+        assert_eq!(after.bytes_sent, u64::MAX, "saturates instead of wrapping");
+        assert_eq!(after.bytes_received, 12);
+    }
 
     /// Each recorder, paired with the snapshot field it must move (by 1,
     /// or by 7 for the byte counters).

@@ -42,6 +42,7 @@ mod clock;
 mod error;
 mod frames;
 mod inbound;
+mod owner_counts;
 mod progress;
 mod registry;
 mod remote_future;
@@ -233,5 +234,7 @@ impl Drop for Runtime {
         if !self.closed {
             shutdown::abandon(self);
         }
+        // Clients may outlive the runtime and read its metrics.
+        self.receiver.counts.publish(&self.shared.metrics);
     }
 }

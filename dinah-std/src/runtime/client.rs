@@ -67,7 +67,15 @@ impl RuntimeClient {
         self.shared.world
     }
 
-    /// The runtime's event counters now (readable from any thread).
+    /// The runtime's event counters (readable from any thread).
+    ///
+    /// Events on other threads (calls issued, their bytes) are counted as
+    /// they happen. The owner thread counts its own events (frames
+    /// received, results, duplicates, responses sent) during a round of
+    /// [`Runtime::progress`](crate::Runtime::progress) and publishes them
+    /// when the round ends, so a reading from another thread may miss the
+    /// events of a round still running. [`Runtime::stats`](crate::Runtime::stats)
+    /// on the owner thread, and the shutdown report, include them.
     pub fn metrics(&self) -> dinah_core::MetricsSnapshot {
         self.shared.metrics.snapshot()
     }

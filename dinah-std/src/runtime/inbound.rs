@@ -12,6 +12,7 @@ use dinah_core::{
 
 use super::RuntimeClient;
 use super::frames;
+use super::owner_counts::OwnerCounts;
 use super::registry::{ActionContext, ErasedHandler};
 use super::response_buffers::ResponseBuffers;
 use super::shared::{JobFailure, JobKey, JobOutput, Shared};
@@ -56,6 +57,8 @@ pub(crate) struct Receiver {
     /// The client handlers see in their context (inline ones borrow it,
     /// pooled jobs clone it).
     client: RuntimeClient,
+    /// Metrics recorded on the owner thread, published once a round.
+    pub(crate) counts: OwnerCounts,
 }
 
 impl Receiver {
@@ -80,6 +83,7 @@ impl Receiver {
             client: RuntimeClient {
                 shared: Arc::clone(shared),
             },
+            counts: OwnerCounts::default(),
         }
     }
 
@@ -156,15 +160,17 @@ impl Receiver {
             self.enqueue(shared, to, frame);
             return;
         }
-        if let Err(refused) = shared.send_from_owner(to, Channel::Action, frame) {
-            match refused.kind() {
+        let len = frame.len() as u64;
+        match shared.send_from_owner(to, Channel::Action, frame) {
+            Ok(()) => self.counts.bytes_sent(len),
+            Err(refused) => match refused.kind() {
                 crate::transport::SendErrorKind::QueueFull { .. }
                 | crate::transport::SendErrorKind::RetainedBytes { .. } => {
                     self.enqueue(shared, to, refused.into_inner());
                 }
                 // The peer is gone or the transport closed: nobody to answer.
                 _ => {}
-            }
+            },
         }
     }
 
@@ -183,8 +189,12 @@ impl Receiver {
             let Some((to, frame)) = self.outbox.pop_front() else {
                 break;
             };
+            let len = frame.len() as u64;
             match shared.send_from_owner(to, Channel::Action, frame) {
-                Ok(()) => sent += 1,
+                Ok(()) => {
+                    self.counts.bytes_sent(len);
+                    sent += 1;
+                }
                 Err(refused) => {
                     if matches!(
                         refused.kind(),
@@ -230,11 +240,11 @@ impl Receiver {
         let slot = match self.admit(key) {
             Ok(Admission::Execute { slot }) => slot,
             Ok(Admission::DuplicateRunning { .. }) => {
-                shared.metrics.record_duplicate_suppressed();
+                self.counts.duplicate_suppressed();
                 return;
             }
             Ok(Admission::DuplicateCompleted { slot, cached }) => {
-                shared.metrics.record_duplicate_suppressed();
+                self.counts.duplicate_suppressed();
                 match self.cache.get(slot).and_then(Option::as_ref) {
                     Some(response) if cached => {
                         let response = response.clone();
@@ -251,7 +261,7 @@ impl Receiver {
                 return;
             }
             Ok(Admission::DuplicateCancelled { .. }) => {
-                shared.metrics.record_duplicate_suppressed();
+                self.counts.duplicate_suppressed();
                 self.reject(
                     shared,
                     origin,
@@ -262,7 +272,7 @@ impl Receiver {
                 return;
             }
             Err(Refusal::Stale) => {
-                shared.metrics.record_duplicate_suppressed();
+                self.counts.duplicate_suppressed();
                 let code = ErrorCode::DuplicateResultUnavailable;
                 self.reject(
                     shared,
@@ -512,7 +522,7 @@ impl Receiver {
             TaskOutcome::Failed(failure) => {
                 let (code, text) = match failure.kind() {
                     TaskFailureKind::Cancelled => {
-                        shared.metrics.record_cancellation_acknowledged();
+                        self.counts.cancellation_acknowledged();
                         (ErrorCode::Cancelled, String::from("cancelled"))
                     }
                     TaskFailureKind::Panicked => (
@@ -653,17 +663,17 @@ pub(crate) fn route_completion(
         }
         JobKey::Local { request } => {
             let outcome = completion.outcome;
-            let metrics = &shared.metrics;
-            let result = shared.calls.complete(request, move |info| {
+            let counts = &mut receiver.counts;
+            let result = shared.calls.complete(request, |info| {
                 let outcome = local_outcome(*info, outcome);
                 match &outcome {
-                    super::calls::CallOutcome::Failed(_) => metrics.record_failed(),
-                    _ => metrics.record_completed(),
+                    super::calls::CallOutcome::Failed(_) => counts.failed(),
+                    _ => counts.completed(),
                 }
                 outcome
             });
             if result.is_err() {
-                shared.metrics.record_late_result_discarded();
+                receiver.counts.late_result_discarded();
             }
         }
     }

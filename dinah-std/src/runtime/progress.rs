@@ -90,6 +90,7 @@ impl Runtime {
             progress.transport_active |= sent;
             progress.events += events;
         }
+        self.receiver.counts.publish(&self.shared.metrics);
         progress
     }
 
@@ -172,10 +173,15 @@ impl Runtime {
     }
 
     fn on_frame(&mut self, from: Rank, channel: Channel, bytes: Vec<u8>, now: Instant) {
-        let shared = &self.shared;
-        shared.metrics.record_bytes_received(bytes.len() as u64);
-        let Some(ctx) = self.contexts.get(from.index()) else {
-            shared.metrics.record_protocol_rejection();
+        let Self {
+            shared,
+            receiver,
+            contexts,
+            ..
+        } = self;
+        receiver.counts.bytes_received(bytes.len() as u64);
+        let Some(ctx) = contexts.get(from.index()) else {
+            receiver.counts.protocol_rejection();
             return;
         };
         let ctx = ctx.with_channel(channel);
@@ -184,11 +190,12 @@ impl Runtime {
                 let message = *frame.header().message();
                 if let Message::Error { call, code } = message {
                     let text = frame.error_text().unwrap_or("");
+                    let counts = &mut receiver.counts;
                     let late = shared.calls.complete(call.request, |info| {
                         if info.peer != from || info.call.action != call.action {
                             return CallOutcome::Failed(mismatch(from));
                         }
-                        shared.metrics.record_failed();
+                        counts.failed();
                         CallOutcome::Failed(RuntimeError::from_wire(
                             code,
                             text,
@@ -198,14 +205,14 @@ impl Runtime {
                         ))
                     });
                     if late.is_err() {
-                        shared.metrics.record_late_result_discarded();
+                        receiver.counts.late_result_discarded();
                     }
                     return;
                 }
                 *frame.header()
             }
             Err(_) => {
-                shared.metrics.record_protocol_rejection();
+                receiver.counts.protocol_rejection();
                 return;
             }
         };
@@ -214,28 +221,26 @@ impl Runtime {
                 let until = now
                     .checked_add(deadline.as_duration())
                     .unwrap_or(Instant::MAX);
-                let shared = std::sync::Arc::clone(&self.shared);
-                self.receiver
-                    .on_request(&shared, from, call, until, (header, bytes), now);
+                receiver.on_request(shared, from, call, until, (header, bytes), now);
             }
             Message::Result { call } => {
+                let counts = &mut receiver.counts;
                 let late = shared.calls.complete(call.request, |info| {
                     if info.peer != from || info.call.action != call.action {
                         return CallOutcome::Failed(mismatch(from));
                     }
-                    shared.metrics.record_completed();
+                    counts.completed();
                     CallOutcome::Frame {
                         header,
                         frame: bytes,
                     }
                 });
                 if late.is_err() {
-                    shared.metrics.record_late_result_discarded();
+                    receiver.counts.late_result_discarded();
                 }
             }
             Message::Cancel { call } => {
-                let shared = std::sync::Arc::clone(&self.shared);
-                self.receiver.on_cancel(&shared, from, call, now);
+                receiver.on_cancel(shared, from, call, now);
             }
             // Goodbyes are the transport's; anything else is ignored.
             _ => {}
@@ -252,8 +257,7 @@ impl Runtime {
             let Some(completion) = self.shared.completions.pop() else {
                 break;
             };
-            let shared = std::sync::Arc::clone(&self.shared);
-            route_completion(&mut self.receiver, &shared, completion, now);
+            route_completion(&mut self.receiver, &self.shared, completion, now);
             handled += 1;
         }
         handled
@@ -264,7 +268,7 @@ impl Runtime {
         expired.clear();
         self.shared.calls.expire(now, budget, &mut expired);
         for info in &expired {
-            self.shared.metrics.record_deadline_expiry();
+            self.receiver.counts.deadline_expiry();
             self.shared.queue_cancel(info.peer, info.call);
         }
         let count = expired.len();
@@ -288,8 +292,12 @@ impl Runtime {
                 break;
             };
             let frame = frames::cancel(self.shared.rank, call);
+            let len = frame.len() as u64;
             match self.shared.send_from_owner(peer, Channel::Control, frame) {
-                Ok(()) => sent += 1,
+                Ok(()) => {
+                    self.receiver.counts.bytes_sent(len);
+                    sent += 1;
+                }
                 Err(refused) if matches!(refused.kind(), SendErrorKind::QueueFull { .. }) => {
                     self.cancel_retry = Some((peer, call));
                     break;

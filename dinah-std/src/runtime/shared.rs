@@ -181,36 +181,23 @@ impl Shared {
         channel: dinah_core::wire::Channel,
         frame: Vec<u8>,
     ) -> Result<(), crate::transport::TrySendError> {
-        self.send_with(TransportHandle::try_send, to, channel, frame)
+        let len = frame.len() as u64;
+        self.handle.try_send(to, channel, frame)?;
+        self.metrics.record_bytes_sent(len);
+        Ok(())
     }
 
     /// As [`send`](Self::send), for the owner thread only (see
-    /// [`TransportHandle::try_send_from_owner`]).
+    /// [`TransportHandle::try_send_from_owner`]), and without counting the
+    /// bytes: the owner counts them in its
+    /// [`OwnerCounts`](super::owner_counts::OwnerCounts).
     pub(crate) fn send_from_owner(
         &self,
         to: Rank,
         channel: dinah_core::wire::Channel,
         frame: Vec<u8>,
     ) -> Result<(), crate::transport::TrySendError> {
-        self.send_with(TransportHandle::try_send_from_owner, to, channel, frame)
-    }
-
-    fn send_with(
-        &self,
-        queue: fn(
-            &TransportHandle,
-            Rank,
-            dinah_core::wire::Channel,
-            Vec<u8>,
-        ) -> Result<(), crate::transport::TrySendError>,
-        to: Rank,
-        channel: dinah_core::wire::Channel,
-        frame: Vec<u8>,
-    ) -> Result<(), crate::transport::TrySendError> {
-        let len = frame.len() as u64;
-        queue(&self.handle, to, channel, frame)?;
-        self.metrics.record_bytes_sent(len);
-        Ok(())
+        self.handle.try_send_from_owner(to, channel, frame)
     }
 
     /// Queues a best-effort cancellation of `call` at `peer` and wakes the

@@ -303,8 +303,7 @@ impl Runtime {
             let Some(completion) = self.shared.completions.pop() else {
                 break;
             };
-            let shared = std::sync::Arc::clone(&self.shared);
-            super::inbound::route_completion(&mut self.receiver, &shared, completion, now);
+            super::inbound::route_completion(&mut self.receiver, &self.shared, completion, now);
         }
     }
 
@@ -337,7 +336,7 @@ impl Runtime {
                 .counters
                 .responses_dropped
                 .load(std::sync::atomic::Ordering::Relaxed),
-            metrics: shared.metrics.snapshot(),
+            metrics: self.receiver.counts.read(&shared.metrics),
             elapsed: now.saturating_duration_since(started),
         }
     }

@@ -56,7 +56,7 @@ pub(crate) fn collect(runtime: &Runtime) -> RuntimeStats {
     RuntimeStats {
         rank: shared.rank,
         state: shared.state.load(),
-        metrics: shared.metrics.snapshot(),
+        metrics: runtime.receiver.counts.read(&shared.metrics),
         pending_calls: shared.calls.pending(),
         action_jobs: shared.domains.in_flight(),
         dedup_entries: runtime.receiver.dedup_len(),

@@ -1,0 +1,129 @@
+//! The owner thread's metrics, added to the shared counters once a round.
+//!
+//! Most of a runtime's events happen on its owner thread: frames received,
+//! results completed, duplicates suppressed, responses and cancellations
+//! sent. Recording each into the shared [`RuntimeMetrics`] was one atomic
+//! read-modify-write per event, several per action, each of which makes
+//! the core wait for its earlier writes to reach the cache (a frame just
+//! encoded, for one). The owner counts them here in plain integers instead
+//! and adds them to the shared counters at the end of each
+//! [`Runtime::progress`](super::Runtime::progress) round, one update per
+//! counter that changed. Other threads therefore see the owner's counts
+//! when its round ends; the owner's own readings ([`Runtime::stats`]
+//! (super::Runtime::stats), the shutdown report) add what is not yet
+//! published, so they are exact.
+
+use dinah_core::{MetricsSnapshot, RuntimeMetrics};
+
+/// Counts recorded on the owner thread and not yet added to the shared
+/// metrics.
+#[derive(Debug, Default)]
+pub(crate) struct OwnerCounts {
+    pending: MetricsSnapshot,
+}
+
+/// Adds `n` to `field`, saturating like the shared counters.
+fn bump(field: &mut u64, n: u64) {
+    *field = field.saturating_add(n);
+}
+
+impl OwnerCounts {
+    pub(crate) fn completed(&mut self) {
+        bump(&mut self.pending.completed, 1);
+    }
+
+    pub(crate) fn failed(&mut self) {
+        bump(&mut self.pending.failed, 1);
+    }
+
+    pub(crate) fn cancellation_acknowledged(&mut self) {
+        bump(&mut self.pending.cancellation_acknowledged, 1);
+    }
+
+    pub(crate) fn late_result_discarded(&mut self) {
+        bump(&mut self.pending.late_results_discarded, 1);
+    }
+
+    pub(crate) fn duplicate_suppressed(&mut self) {
+        bump(&mut self.pending.duplicates_suppressed, 1);
+    }
+
+    pub(crate) fn deadline_expiry(&mut self) {
+        bump(&mut self.pending.deadline_expiries, 1);
+    }
+
+    pub(crate) fn protocol_rejection(&mut self) {
+        bump(&mut self.pending.protocol_rejections, 1);
+    }
+
+    pub(crate) fn bytes_sent(&mut self, n: u64) {
+        bump(&mut self.pending.bytes_sent, n);
+    }
+
+    pub(crate) fn bytes_received(&mut self, n: u64) {
+        bump(&mut self.pending.bytes_received, n);
+    }
+
+    /// Adds the pending counts to `metrics` and starts again from zero.
+    pub(crate) fn publish(&mut self, metrics: &RuntimeMetrics) {
+        if self.pending != MetricsSnapshot::default() {
+            metrics.add(&self.pending);
+            self.pending = MetricsSnapshot::default();
+        }
+    }
+
+    /// `metrics` as they will read once the pending counts are published.
+    pub(crate) fn read(&self, metrics: &RuntimeMetrics) -> MetricsSnapshot {
+        let shared = metrics.snapshot();
+        let add = |a: u64, b: u64| a.saturating_add(b);
+        let p = &self.pending;
+        MetricsSnapshot {
+            submitted: add(shared.submitted, p.submitted),
+            started: add(shared.started, p.started),
+            completed: add(shared.completed, p.completed),
+            failed: add(shared.failed, p.failed),
+            cancellation_requested: add(shared.cancellation_requested, p.cancellation_requested),
+            cancellation_acknowledged: add(
+                shared.cancellation_acknowledged,
+                p.cancellation_acknowledged,
+            ),
+            late_results_discarded: add(shared.late_results_discarded, p.late_results_discarded),
+            duplicates_suppressed: add(shared.duplicates_suppressed, p.duplicates_suppressed),
+            deadline_expiries: add(shared.deadline_expiries, p.deadline_expiries),
+            protocol_rejections: add(shared.protocol_rejections, p.protocol_rejections),
+            bytes_sent: add(shared.bytes_sent, p.bytes_sent),
+            bytes_received: add(shared.bytes_received, p.bytes_received),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_reach_the_shared_metrics_when_published_and_reads_include_them_before() {
+        let metrics = RuntimeMetrics::new();
+        metrics.record_completed();
+        let mut counts = OwnerCounts::default();
+        counts.completed();
+        counts.bytes_received(80);
+        counts.bytes_sent(90);
+        counts.duplicate_suppressed();
+        counts.protocol_rejection();
+        counts.failed();
+        counts.late_result_discarded();
+        counts.deadline_expiry();
+        counts.cancellation_acknowledged();
+        assert_eq!(metrics.snapshot().completed, 1, "not published yet");
+        let read = counts.read(&metrics);
+        assert_eq!(read.completed, 2, "but the owner's reading has it");
+        counts.publish(&metrics);
+        let published = metrics.snapshot();
+        assert_eq!(published, read, "publishing lands exactly what was read");
+        assert_eq!((published.bytes_received, published.bytes_sent), (80, 90));
+        counts.publish(&metrics);
+        assert_eq!(metrics.snapshot(), published, "published once");
+        assert_eq!(counts.read(&metrics), published);
+    }
+}
