@@ -5,6 +5,9 @@
 //! does. Each case runs under `valgrind --tool=callgrind` twice, with N and
 //! 2N actions after the same warm-up, and the difference divided by N is
 //! the cost of one action in steady state (set-up and warm-up cancel out).
+//! The same difference of the locked instructions (atomic
+//! read-modify-writes, found with `objdump`; see `support/locked.rs`) is
+//! reported beside it: each costs more than its count suggests.
 //!
 //! Cases: the floor (the same request and response frames pushed through
 //! the same transport by hand, the peer answering each request with a
@@ -15,7 +18,7 @@
 //! wait by spinning and parking, which callgrind would count as work.
 //!
 //! ```sh
-//! cargo xtask bench instructions     # needs valgrind
+//! cargo xtask bench instructions     # needs valgrind and objdump
 //! ```
 //!
 //! With `--test` (the CI smoke lane) every case runs natively for a few
@@ -40,6 +43,8 @@ use dinah_std::{Action, Runtime};
 
 #[path = "support/limits.rs"]
 mod limits;
+#[path = "support/locked.rs"]
+mod locked;
 #[path = "support/noop.rs"]
 mod noop;
 use limits::limits;
@@ -257,19 +262,22 @@ impl RawPair {
     }
 }
 
-/// Instructions of one run of `case` under callgrind.
+/// Instructions, and locked instructions among them, of one run of `case`
+/// under callgrind.
 #[expect(
     clippy::disallowed_methods,
     reason = "the harness starts itself under valgrind; the xtask helper is not a dependency of benches"
 )]
-fn count(case: Case, actions: u64) -> Result<u64, String> {
+fn count(case: Case, actions: u64) -> Result<(u64, u64), String> {
     let exe = std::env::current_exe().map_err(|e| format!("no current executable: {e}"))?;
+    let profile = std::env::temp_dir().join(format!(
+        "dinah-instructions-{}-{}-{actions}.out",
+        std::process::id(),
+        case.name()
+    ));
     let output = Command::new("valgrind")
-        .args([
-            "--tool=callgrind",
-            "--callgrind-out-file=/dev/null",
-            "--dump-instr=no",
-        ])
+        .args(["--tool=callgrind", "--dump-instr=yes"])
+        .arg(format!("--callgrind-out-file={}", profile.display()))
         .arg(exe)
         .args(["--case", &case.name(), "--actions", &actions.to_string()])
         .output()
@@ -278,13 +286,17 @@ fn count(case: Case, actions: u64) -> Result<u64, String> {
     if !output.status.success() {
         return Err(format!("{} failed under valgrind:\n{stderr}", case.name()));
     }
-    stderr
+    let instructions = stderr
         .lines()
         .find_map(|line| {
             let (_, counted) = line.split_once("Collected :")?;
             counted.trim().parse().ok()
         })
-        .ok_or_else(|| format!("no instruction count in valgrind's output:\n{stderr}"))
+        .ok_or_else(|| format!("no instruction count in valgrind's output:\n{stderr}"))?;
+    let text = std::fs::read_to_string(&profile)
+        .map_err(|e| format!("cannot read {}: {e}", profile.display()))?;
+    let _ = std::fs::remove_file(&profile);
+    Ok((instructions, locked::count_locked(&text)?))
 }
 
 fn main() -> Result<(), String> {
@@ -322,13 +334,16 @@ fn main() -> Result<(), String> {
          after a warm-up of {}, counted by callgrind\n",
         warm_up()
     );
-    println!("| case | in flight | instructions per action | ratio to raw |");
-    println!("| --- | --- | --- | --- |");
+    println!(
+        "| case | in flight | instructions per action | ratio to raw | locked instructions per action |"
+    );
+    println!("| --- | --- | --- | --- | --- |");
     let mut raw = [0.0; 2];
     for case in Case::ALL {
-        let once = count(case, COUNTED)?;
-        let twice = count(case, 2 * COUNTED)?;
+        let (once, locked_once) = count(case, COUNTED)?;
+        let (twice, locked_twice) = count(case, 2 * COUNTED)?;
         let per_action = twice.saturating_sub(once) as f64 / COUNTED as f64;
+        let locked = locked_twice.saturating_sub(locked_once) as f64 / COUNTED as f64;
         let column = usize::from(case.in_flight > 1);
         let ratio = match case.kind {
             Kind::Raw => {
@@ -342,7 +357,7 @@ fn main() -> Result<(), String> {
             Kind::Inline => "dinah no-op, inline",
         };
         println!(
-            "| {kind} | {} | {per_action:.0} | {ratio} |",
+            "| {kind} | {} | {per_action:.0} | {ratio} | {locked:.1} |",
             case.in_flight
         );
     }

@@ -20,55 +20,64 @@ use dinah_core::{MetricsSnapshot, RuntimeMetrics};
 #[derive(Debug, Default)]
 pub(crate) struct OwnerCounts {
     pending: MetricsSnapshot,
-}
-
-/// Adds `n` to `field`, saturating like the shared counters.
-fn bump(field: &mut u64, n: u64) {
-    *field = field.saturating_add(n);
+    /// Whether anything was counted since the last publish (most rounds
+    /// with one call in flight count nothing, and are told by one load).
+    dirty: bool,
 }
 
 impl OwnerCounts {
+    /// Adds `n` to `field`, saturating like the shared counters.
+    fn bump(dirty: &mut bool, field: &mut u64, n: u64) {
+        *field = field.saturating_add(n);
+        *dirty = true;
+    }
+
     pub(crate) fn completed(&mut self) {
-        bump(&mut self.pending.completed, 1);
+        Self::bump(&mut self.dirty, &mut self.pending.completed, 1);
     }
 
     pub(crate) fn failed(&mut self) {
-        bump(&mut self.pending.failed, 1);
+        Self::bump(&mut self.dirty, &mut self.pending.failed, 1);
     }
 
     pub(crate) fn cancellation_acknowledged(&mut self) {
-        bump(&mut self.pending.cancellation_acknowledged, 1);
+        Self::bump(
+            &mut self.dirty,
+            &mut self.pending.cancellation_acknowledged,
+            1,
+        );
     }
 
     pub(crate) fn late_result_discarded(&mut self) {
-        bump(&mut self.pending.late_results_discarded, 1);
+        Self::bump(&mut self.dirty, &mut self.pending.late_results_discarded, 1);
     }
 
     pub(crate) fn duplicate_suppressed(&mut self) {
-        bump(&mut self.pending.duplicates_suppressed, 1);
+        Self::bump(&mut self.dirty, &mut self.pending.duplicates_suppressed, 1);
     }
 
     pub(crate) fn deadline_expiry(&mut self) {
-        bump(&mut self.pending.deadline_expiries, 1);
+        Self::bump(&mut self.dirty, &mut self.pending.deadline_expiries, 1);
     }
 
     pub(crate) fn protocol_rejection(&mut self) {
-        bump(&mut self.pending.protocol_rejections, 1);
+        Self::bump(&mut self.dirty, &mut self.pending.protocol_rejections, 1);
     }
 
     pub(crate) fn bytes_sent(&mut self, n: u64) {
-        bump(&mut self.pending.bytes_sent, n);
+        Self::bump(&mut self.dirty, &mut self.pending.bytes_sent, n);
     }
 
     pub(crate) fn bytes_received(&mut self, n: u64) {
-        bump(&mut self.pending.bytes_received, n);
+        Self::bump(&mut self.dirty, &mut self.pending.bytes_received, n);
     }
 
     /// Adds the pending counts to `metrics` and starts again from zero.
     pub(crate) fn publish(&mut self, metrics: &RuntimeMetrics) {
-        if self.pending != MetricsSnapshot::default() {
+        if self.dirty {
             metrics.add(&self.pending);
             self.pending = MetricsSnapshot::default();
+            self.dirty = false;
         }
     }
 
