@@ -110,7 +110,7 @@ pub struct MpiDriver {
     sends: Sends,
     /// Small frames staged per peer during one poll (see `coalesce.rs`).
     coalescer: Coalescer,
-    /// Batch buffers kept for reuse (see `pool.rs`).
+    /// Batch and frame buffers kept for reuse (see `pool.rs`).
     buffers: BufferPool,
     receives: Receives,
     peers: Peers,

@@ -98,14 +98,16 @@ impl Lent {
 /// has been rebuilt into its vector and handed out (exactly once).
 pub(crate) struct OwnedRequest {
     request: Option<(Request<'static, [u8], StaticScope>, Lent)>,
-    len: usize,
+    /// The buffer's capacity: what it occupies, whatever the message's
+    /// length.
+    capacity: usize,
 }
 
 impl OwnedRequest {
     /// Starts the immediate receive of a probed `message` into `buffer`,
     /// whose length is the message's.
     pub(crate) fn receive(message: Message, buffer: Vec<u8>) -> Self {
-        let len = buffer.len();
+        let capacity = buffer.capacity();
         let mut buffer = Lent::new(buffer);
         // SAFETY: the buffer is not rebuilt while the request lives (only
         // `test` does that, after completion; `Drop` leaks it), and this
@@ -114,7 +116,7 @@ impl OwnedRequest {
         let request = message.immediate_matched_receive_into(StaticScope, data);
         Self {
             request: Some((request, buffer)),
-            len,
+            capacity,
         }
     }
 
@@ -143,9 +145,9 @@ impl OwnedRequest {
         self.request.is_some()
     }
 
-    /// The buffer's length in bytes.
-    pub(crate) fn len(&self) -> usize {
-        self.len
+    /// The bytes the buffer occupies (its capacity).
+    pub(crate) fn capacity(&self) -> usize {
+        self.capacity
     }
 }
 
@@ -164,7 +166,7 @@ impl Drop for OwnedRequest {
 impl fmt::Debug for OwnedRequest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OwnedRequest")
-            .field("len", &self.len())
+            .field("capacity", &self.capacity())
             .field("pending", &self.is_pending())
             .finish()
     }

@@ -103,7 +103,8 @@ impl Receives {
             .and_then(|rank| self.world.rank(rank).ok())
             .expect("MPI reports a source inside the communicator");
         let request = OwnedRequest::receive(message, pool.take_len(len));
-        self.bytes += len as u64;
+        // A pooled buffer occupies its whole capacity, whatever the length.
+        self.bytes += request.capacity() as u64;
         self.pending[stream.index()].push_back(Pending {
             from,
             request,
@@ -172,7 +173,7 @@ impl Receives {
                 // One frame: handed out whole, without a copy unless its
                 // buffer is the pool's.
                 let _ = queue.remove(index);
-                self.bytes -= bytes.len() as u64;
+                self.bytes -= bytes.capacity() as u64;
                 let frame = if BufferPool::is_batch(&bytes) {
                     let frame = pool.copy(&bytes);
                     pool.give(bytes);
@@ -196,7 +197,7 @@ impl Receives {
             }
             if entry.unbatch.is_done() {
                 let _ = queue.remove(index);
-                self.bytes -= bytes.len() as u64;
+                self.bytes -= bytes.capacity() as u64;
                 pool.give(bytes);
             } else {
                 // The budget ended inside this batch: the rest waits, and
@@ -219,7 +220,8 @@ impl Receives {
         self.pending.iter().map(VecDeque::len).sum()
     }
 
-    /// Bytes of the pending receives' buffers.
+    /// Bytes the pending receives' buffers occupy (their capacities: a
+    /// pooled buffer counts whole).
     pub(crate) fn bytes(&self) -> u64 {
         self.bytes
     }
@@ -232,7 +234,7 @@ impl Receives {
         for pending in self.pending.iter_mut().flat_map(std::mem::take) {
             if pending.request.is_pending() {
                 leaked.0 += 1;
-                leaked.1 += pending.request.len() as u64;
+                leaked.1 += pending.request.capacity() as u64;
             }
         }
         self.bytes = 0;

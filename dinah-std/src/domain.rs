@@ -82,6 +82,15 @@ impl DomainShared {
         NonZeroU64::new(n).map_or(TaskId::MAX, TaskId::from_non_zero)
     }
 
+    /// A fresh task ID for an admitted job, recorded as submitted.
+    fn next_task(&self) -> TaskId {
+        let task = Self::task_id(self.reserve_task_ids(1));
+        if let Some(instrumentation) = &self.instrumentation {
+            instrumentation.submitted(self.id, task);
+        }
+        task
+    }
+
     /// The body of a trampoline (a closure spawned into the pool): runs
     /// queued jobs, oldest first, until the queue is empty, then leaves
     /// (see [`Drainers`] for why no job is left behind). One trampoline
@@ -115,6 +124,34 @@ impl DomainShared {
     /// Jobs and batch tasks cancelled by shutdown so far.
     pub(crate) fn shutdown_cancelled(&self) -> usize {
         self.shutdown_cancelled.load(Ordering::Relaxed)
+    }
+}
+
+/// Runs jobs of a domain on the calling thread, as the runtime does for
+/// actions registered inline, whose handlers are too short to be worth a
+/// thread hand-off.
+///
+/// It holds only the domain's shared state, so the owner thread keeps one
+/// per domain and reaches it without the lock on the runtime's domain
+/// list. After the domain's shutdown began it runs nothing.
+pub(crate) struct InlineRunner {
+    shared: Arc<DomainShared>,
+}
+
+impl InlineRunner {
+    /// Runs `job` on the calling thread as a task of the domain (a fresh
+    /// task ID, the domain's instrumentation and shutdown cancellation),
+    /// without taking a queue slot or waking a worker. `None` if the
+    /// domain no longer accepts work.
+    pub(crate) fn run<F, T, E>(&self, job: F) -> Option<TaskOutcome<T, E>>
+    where
+        F: FnOnce(&JobContext<'_>) -> Result<T, E>,
+    {
+        if !self.shared.admission.is_open() {
+            return None;
+        }
+        let task = self.shared.next_task();
+        Some(job::execute(&self.shared, task, &CancelFlag::new(), job))
     }
 }
 
@@ -351,30 +388,16 @@ impl Domain {
         ))
     }
 
-    /// Runs `job` on the calling thread as a task of this domain (a fresh
-    /// task ID, the domain's instrumentation and shutdown cancellation),
-    /// without taking a queue slot or waking a worker. `None` if the
-    /// domain no longer accepts work. The runtime uses this for actions
-    /// registered inline, whose handlers are too short to be worth a
-    /// thread hand-off.
-    pub(crate) fn run_inline<F, T, E>(&self, job: F) -> Option<TaskOutcome<T, E>>
-    where
-        F: FnOnce(&JobContext<'_>) -> Result<T, E>,
-    {
-        if !self.shared.admission.is_open() {
-            return None;
+    /// A runner of inline jobs on this domain (see [`InlineRunner`]).
+    pub(crate) fn inline_runner(&self) -> InlineRunner {
+        InlineRunner {
+            shared: Arc::clone(&self.shared),
         }
-        let task = self.next_task();
-        Some(job::execute(&self.shared, task, &CancelFlag::new(), job))
     }
 
     /// A fresh task ID for an admitted job, recorded as submitted.
     fn next_task(&self) -> TaskId {
-        let task = DomainShared::task_id(self.shared.reserve_task_ids(1));
-        if let Some(instrumentation) = &self.shared.instrumentation {
-            instrumentation.submitted(self.shared.id, task);
-        }
-        task
+        self.shared.next_task()
     }
 
     /// Queues an admitted job and spawns the trampoline that will run it.

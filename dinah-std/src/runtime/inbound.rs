@@ -7,7 +7,7 @@ use std::sync::Arc;
 use dinah_core::wire::{Call, Channel, ErrorCode, FrameRef, Header};
 use dinah_core::{
     Admission, CancelOutcome, Completion as DedupCompletion, DedupKey, DedupSlot, DedupTable,
-    Instant, LimitField, Rank, TaskFailureKind, TaskOutcome,
+    DomainId, Instant, LimitField, Rank, TaskFailureKind, TaskOutcome,
 };
 
 use super::RuntimeClient;
@@ -17,7 +17,7 @@ use super::registry::{ActionContext, ErasedHandler};
 use super::response_buffers::ResponseBuffers;
 use super::shared::{JobFailure, JobKey, JobOutput, Shared};
 use crate::action::SegmentReader;
-use crate::domain::{Completion, JobCanceller, JobContext, TrySubmitError};
+use crate::domain::{Completion, InlineRunner, JobCanceller, JobContext, TrySubmitError};
 
 /// Why a request was not admitted.
 enum Refusal {
@@ -59,6 +59,9 @@ pub(crate) struct Receiver {
     client: RuntimeClient,
     /// Metrics recorded on the owner thread, published once a round.
     pub(crate) counts: OwnerCounts,
+    /// Per domain, its runner of inline handlers (reached without the
+    /// lock on the domain list).
+    inline: Vec<(DomainId, InlineRunner)>,
 }
 
 impl Receiver {
@@ -84,6 +87,7 @@ impl Receiver {
                 shared: Arc::clone(shared),
             },
             counts: OwnerCounts::default(),
+            inline: shared.domains.inline_runners(),
         }
     }
 
@@ -333,10 +337,13 @@ impl Receiver {
             let started = self.inline_clock.max(now);
             let client = &self.client;
             let handler = &*entry.handler;
-            match shared.domains.with(call.domain, |domain| {
-                domain.run_inline(|job| {
-                    serve(shared, handler, client, &request, &bytes, started, job)
-                })
+            let runner = self
+                .inline
+                .iter()
+                .find(|(id, _)| *id == call.domain)
+                .map(|(_, runner)| runner);
+            match runner.map(|runner| {
+                runner.run(|job| serve(shared, handler, client, &request, &bytes, started, job))
             }) {
                 Some(Some(outcome)) => {
                     self.served += 1;

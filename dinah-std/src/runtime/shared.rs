@@ -126,6 +126,16 @@ impl Domains {
             .map(|(_, domain)| f(domain))
     }
 
+    /// A runner of inline jobs for every domain (see
+    /// [`InlineRunner`](crate::domain::InlineRunner)).
+    pub(crate) fn inline_runners(&self) -> Vec<(DomainId, crate::domain::InlineRunner)> {
+        let domains = self.domains.read().unwrap_or_else(PoisonError::into_inner);
+        domains
+            .iter()
+            .map(|(id, domain)| (*id, domain.inline_runner()))
+            .collect()
+    }
+
     /// Jobs admitted and not finished, over all domains.
     pub(crate) fn in_flight(&self) -> usize {
         let domains = self.domains.read().unwrap_or_else(PoisonError::into_inner);
