@@ -245,8 +245,9 @@ fn an_inline_request_whose_deadline_passed_behind_a_slow_one_never_runs() {
 /// A response queued while a round of progress serves its request leaves
 /// in that same round: `progress` ends by flushing what it queued, so the
 /// serving rank needs no second round before the caller can have it.
-#[test]
-fn an_inline_response_leaves_in_the_round_that_served_its_request() {
+/// Two runtimes with `Inc` registered inline, over a stepped network on
+/// its own clock (nothing moves unless the test steps it).
+fn stepped_pair() -> (WorldSize, SimNetwork, Vec<Runtime>) {
     let world = WorldSize::new(2).unwrap();
     let network = SimNetwork::with_mode(
         world,
@@ -257,7 +258,7 @@ fn an_inline_response_leaves_in_the_round_that_served_its_request() {
         },
     )
     .unwrap();
-    let mut runtimes: Vec<Runtime> = world
+    let runtimes: Vec<Runtime> = world
         .ranks()
         .map(|rank| {
             let mut builder =
@@ -271,6 +272,12 @@ fn an_inline_response_leaves_in_the_round_that_served_its_request() {
             builder.start(handle, driver).unwrap()
         })
         .collect();
+    (world, network, runtimes)
+}
+
+#[test]
+fn an_inline_response_leaves_in_the_round_that_served_its_request() {
+    let (world, network, mut runtimes) = stepped_pair();
     let server = Rank::new(1, world).unwrap();
     let mut future = std::pin::pin!(runtimes[0].client().spawn_on(server, Inc(41)));
     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
@@ -305,30 +312,7 @@ fn an_inline_response_leaves_in_the_round_that_served_its_request() {
 /// the owner's own `stats()` reads, and both ranks' byte counts agree.
 #[test]
 fn owner_counts_are_published_when_each_round_ends() {
-    let world = WorldSize::new(2).unwrap();
-    let network = SimNetwork::with_mode(
-        world,
-        1,
-        FaultPlan::new(),
-        SimMode::Stepped {
-            tick: Duration::from_micros(1),
-        },
-    )
-    .unwrap();
-    let mut runtimes: Vec<Runtime> = world
-        .ranks()
-        .map(|rank| {
-            let mut builder =
-                Runtime::builder(3, ProtocolLimits::default(), RuntimeLimits::default()).unwrap();
-            builder
-                .register_inline::<Inc, _>(DEFAULT_DOMAIN, |Inc(x)| Ok(x + 1))
-                .unwrap();
-            builder.clock(Arc::new(network.clock()));
-            let hello = builder.hello().unwrap();
-            let (handle, driver) = network.endpoint(rank, hello.handle).unwrap();
-            builder.start(handle, driver).unwrap()
-        })
-        .collect();
+    let (world, network, mut runtimes) = stepped_pair();
     let server = Rank::new(1, world).unwrap();
     let clients = [runtimes[0].client(), runtimes[1].client()];
     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
