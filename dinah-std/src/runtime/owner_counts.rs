@@ -82,27 +82,14 @@ impl OwnerCounts {
     }
 
     /// `metrics` as they will read once the pending counts are published.
+    ///
+    /// Off the hot path (statistics, the shutdown report): the sum is made
+    /// by the counters' own saturating addition, on a scratch copy.
     pub(crate) fn read(&self, metrics: &RuntimeMetrics) -> MetricsSnapshot {
-        let shared = metrics.snapshot();
-        let add = |a: u64, b: u64| a.saturating_add(b);
-        let p = &self.pending;
-        MetricsSnapshot {
-            submitted: add(shared.submitted, p.submitted),
-            started: add(shared.started, p.started),
-            completed: add(shared.completed, p.completed),
-            failed: add(shared.failed, p.failed),
-            cancellation_requested: add(shared.cancellation_requested, p.cancellation_requested),
-            cancellation_acknowledged: add(
-                shared.cancellation_acknowledged,
-                p.cancellation_acknowledged,
-            ),
-            late_results_discarded: add(shared.late_results_discarded, p.late_results_discarded),
-            duplicates_suppressed: add(shared.duplicates_suppressed, p.duplicates_suppressed),
-            deadline_expiries: add(shared.deadline_expiries, p.deadline_expiries),
-            protocol_rejections: add(shared.protocol_rejections, p.protocol_rejections),
-            bytes_sent: add(shared.bytes_sent, p.bytes_sent),
-            bytes_received: add(shared.bytes_received, p.bytes_received),
-        }
+        let sum = RuntimeMetrics::new();
+        sum.add(&metrics.snapshot());
+        sum.add(&self.pending);
+        sum.snapshot()
     }
 }
 
