@@ -636,10 +636,30 @@ fn public_handles_cross_threads() {
 
 #[test]
 fn a_cancelling_shutdown_skips_the_batch_tasks_not_started() {
+    cancelling_shutdown_skips_batch_tasks(None);
+}
+
+#[test]
+fn an_instrumented_batch_reports_the_tasks_a_cancelling_shutdown_skipped() {
+    let instrumentation = Arc::new(Instrumentation::with_trace(Arc::new(
+        TraceBuffer::<256>::new(),
+    )));
+    cancelling_shutdown_skips_batch_tasks(Some(Arc::clone(&instrumentation)));
+    let snapshot = instrumentation.metrics().snapshot();
+    assert_eq!(snapshot.submitted, 64);
+    assert_eq!(snapshot.started, 1, "only the first task started");
+    assert_eq!(snapshot.completed, 1);
+    assert_eq!(snapshot.failed, 0);
+    // Each skipped task finished cancelled: a request, acknowledged.
+    assert_eq!(snapshot.cancellation_requested, 63);
+    assert_eq!(snapshot.cancellation_acknowledged, 63);
+}
+
+fn cancelling_shutdown_skips_batch_tasks(instrumentation: Option<Arc<Instrumentation>>) {
     const TASKS: usize = 64;
     // One worker: Rayon runs the batch's first task first, then the rest
     // in order on the same thread.
-    let domain = start(1, 4);
+    let domain = Domain::start(config(1, 4), instrumentation).unwrap();
     let gate = Gate::default();
     let started = AtomicUsize::new(0);
     let ran_later = AtomicUsize::new(0);

@@ -29,6 +29,12 @@
 //!   pointless increment (the `SeqCst` re-check decides), the second is a
 //!   best-effort early exit for work that has not started, whose
 //!   correctness does not depend on seeing the store promptly.
+//! - `cancels_queued` first loads the process-wide count of cancelling
+//!   domains (`Relaxed`). `close` raises it before it returns, and only
+//!   this admission's drop lowers it again, so a thread that `close`
+//!   happened before (a worker woken by the shutdown, say) sees a count of
+//!   at least one and goes on to read the state, exactly as if the count
+//!   were not there.
 
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError};
@@ -40,6 +46,26 @@ pub(crate) const OPEN: u8 = 0;
 pub(crate) const DRAINING: u8 = 1;
 /// Shutting down: no new jobs; queued ones are cancelled without running.
 pub(crate) const CANCELLING: u8 = 2;
+
+/// Domains of this process whose state is `CANCELLING` and whose
+/// admission still exists: the fast path of
+/// [`Admission::cancels_queued`].
+///
+/// Every task of a batch asks whether to run. Asked of the domain's own
+/// state, that is two pointer loads and a byte load per task (the task's
+/// opaque code forces them again every time), which in a batch of no-op
+/// tasks was most of what dinah's per-task loop did beyond Rayon's. This
+/// counter is one compare with a static; the domain's own state is read
+/// only while some domain of the process is cancelling.
+static CANCELLING_DOMAINS: AtomicUsize = AtomicUsize::new(0);
+
+/// Is any domain of this process cancelling? `false` means that
+/// [`Admission::cancels_queued`] is `false` for every domain; `true` means
+/// it has to be asked.
+#[inline]
+pub(crate) fn any_cancelling() -> bool {
+    CANCELLING_DOMAINS.load(Ordering::Relaxed) != 0
+}
 
 /// Why an admission was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,6 +145,11 @@ impl Admission {
     /// past it; returns the state in force afterwards.
     pub(crate) fn close(&self, state: u8) -> u8 {
         let previous = self.state.fetch_max(state, Ordering::SeqCst);
+        if previous < CANCELLING && state >= CANCELLING {
+            // Exactly once per admission (the state only rises), undone
+            // when the admission is dropped.
+            CANCELLING_DOMAINS.fetch_add(1, Ordering::SeqCst);
+        }
         previous.max(state)
     }
 
@@ -130,7 +161,7 @@ impl Admission {
     /// Should work that has not started yet be cancelled instead of run?
     #[inline]
     pub(crate) fn cancels_queued(&self) -> bool {
-        self.state.load(Ordering::Relaxed) == CANCELLING
+        any_cancelling() && self.state.load(Ordering::Relaxed) == CANCELLING
     }
 
     /// Jobs admitted and not yet delivered.
@@ -178,6 +209,14 @@ impl Admission {
     }
 }
 
+impl Drop for Admission {
+    fn drop(&mut self) {
+        if *self.state.get_mut() == CANCELLING {
+            CANCELLING_DOMAINS.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
 /// Releases one admission when dropped, so a job's admission ends even if
 /// delivering its outcome unwinds.
 #[derive(Debug)]
@@ -219,6 +258,27 @@ mod tests {
             0,
             "a refused admission leaves no trace"
         );
+    }
+
+    #[test]
+    fn only_the_cancelling_domain_cancels_while_another_is_cancelling() {
+        let cancelling = Admission::new(1);
+        let draining = Admission::new(1);
+        let open = Admission::new(1);
+        cancelling.close(CANCELLING);
+        cancelling.close(CANCELLING);
+        draining.close(DRAINING);
+        assert!(cancelling.cancels_queued());
+        assert!(!draining.cancels_queued());
+        assert!(!open.cancels_queued());
+        drop(cancelling);
+        let again = Admission::new(1);
+        again.close(CANCELLING);
+        assert!(
+            again.cancels_queued(),
+            "a later cancelling domain counts too"
+        );
+        assert!(!draining.cancels_queued());
     }
 
     #[test]

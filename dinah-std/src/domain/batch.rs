@@ -34,7 +34,7 @@ use rayon::prelude::*;
 
 use dinah_core::{TaskFailure, TaskId, TaskQueue};
 
-use super::admission::AdmissionGuard;
+use super::admission::{AdmissionGuard, any_cancelling};
 use super::batch_results::{BatchFailure, BatchResults};
 use super::instrument::Instrumentation;
 use super::job::panicked;
@@ -158,23 +158,17 @@ impl Domain {
         // Counted where a failure is made (a cold path); read after the
         // batch, which Rayon's scope orders after every task.
         let failed = AtomicUsize::new(0);
+        let context = TaskContext {
+            shared,
+            failed: &failed,
+        };
         let work = |results: &mut Vec<_>| match &shared.instrumentation {
             None => tasks
                 .into_par_iter()
-                .map(|task| {
-                    run_task(
-                        shared,
-                        &failed,
-                        task,
-                        || {},
-                        || {
-                            shared.cancelled_by_shutdown(TaskId::MAX, None);
-                        },
-                    )
-                })
+                .map(move |task| context.run(task, TaskId::MAX, || {}))
                 .collect_into_vec(results),
             Some(instrumentation) => {
-                run_instrumented(shared, instrumentation, &failed, tasks, results);
+                run_instrumented(context, instrumentation, tasks, results);
             }
         };
         let pool = self.pool();
@@ -209,53 +203,81 @@ impl Domain {
     }
 }
 
-/// Runs one task of a batch: skipped (calling `on_cancel`) if a cancelling
-/// shutdown began, otherwise `on_start` is called and the task runs with
-/// its panic caught. Every failure is counted in `failed`.
+/// What every task of one batch needs besides itself: the domain and the
+/// batch's failure count.
 ///
-/// Always inlined, with the failure paths out of line: it is the body of
-/// Rayon's per-task loop, and a call per task (which the compiler chose
-/// while the boxing of failures was inline) cost as much as a no-op task.
-#[inline(always)]
-fn run_task<F, T, E>(
-    shared: &DomainShared,
-    failed: &AtomicUsize,
-    task: F,
-    on_start: impl FnOnce(),
-    on_cancel: impl FnOnce(),
-) -> Result<T, BatchFailure<E>>
-where
-    F: FnOnce() -> Result<T, E>,
-{
-    if shared.admission.cancels_queued() {
-        return Err(failure(failed, || {
-            on_cancel();
-            TaskFailure::cancelled()
-        }));
-    }
-    on_start();
-    match panic::catch_unwind(AssertUnwindSafe(task)) {
-        Ok(Ok(value)) => Ok(value),
-        Ok(Err(error)) => Err(failure(failed, || TaskFailure::returned(error))),
-        Err(payload) => Err(failure(failed, || panicked(payload))),
-    }
+/// Captured by value in the per-task closure, so the closure's environment
+/// is this struct and the cold paths receive a pointer Rayon already holds:
+/// the per-task loop loads nothing for them. (Captured by reference, the
+/// compiler loaded both pointers every task, ahead of the branch that needs
+/// them.)
+#[derive(Clone, Copy)]
+struct TaskContext<'a> {
+    shared: &'a DomainShared,
+    failed: &'a AtomicUsize,
 }
 
-/// A task's failure, made by `make` and counted in `failed`; out of line,
-/// so the per-task loop stays small.
-#[cold]
-#[inline(never)]
-fn failure<E>(failed: &AtomicUsize, make: impl FnOnce() -> TaskFailure<E>) -> BatchFailure<E> {
-    failed.fetch_add(1, Ordering::Relaxed);
-    BatchFailure::new(Box::new(make()))
+impl TaskContext<'_> {
+    /// Runs one task of a batch: skipped (reported cancelled under
+    /// `task_id`) if a cancelling shutdown began, otherwise `on_start` is
+    /// called and the task runs with its panic caught. Every failure is
+    /// counted.
+    ///
+    /// Always inlined, with the failure paths out of line: it is the body
+    /// of Rayon's per-task loop, and a call per task (which the compiler
+    /// chose while the boxing of failures was inline) cost as much as a
+    /// no-op task.
+    #[inline(always)]
+    fn run<F, T, E>(
+        &self,
+        task: F,
+        task_id: TaskId,
+        on_start: impl FnOnce(),
+    ) -> Result<T, BatchFailure<E>>
+    where
+        F: FnOnce() -> Result<T, E>,
+    {
+        if any_cancelling() {
+            if let Some(cancelled) = self.cancelled(task_id) {
+                return Err(cancelled);
+            }
+        }
+        on_start();
+        match panic::catch_unwind(AssertUnwindSafe(task)) {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(error)) => Err(self.failure(TaskFailure::returned(error))),
+            Err(payload) => Err(self.failure(panicked(payload))),
+        }
+    }
+
+    /// The failure of a task skipped because this domain's cancelling
+    /// shutdown began, or `None` if it did not (another domain's did).
+    /// Out of line, so the per-task loop loads nothing for it.
+    #[cold]
+    #[inline(never)]
+    fn cancelled<E>(&self, task_id: TaskId) -> Option<BatchFailure<E>> {
+        if !self.shared.admission.cancels_queued() {
+            return None;
+        }
+        self.shared.cancelled_by_shutdown(task_id, None);
+        Some(self.failure(TaskFailure::cancelled()))
+    }
+
+    /// A task's failure, counted; out of line, so the per-task loop stays
+    /// small.
+    #[cold]
+    #[inline(never)]
+    fn failure<E>(&self, failure: TaskFailure<E>) -> BatchFailure<E> {
+        self.failed.fetch_add(1, Ordering::Relaxed);
+        BatchFailure::new(Box::new(failure))
+    }
 }
 
 /// The instrumented twin of the plain path: task IDs are reserved as one
 /// consecutive block, and every task's lifecycle is recorded.
 fn run_instrumented<F, T, E>(
-    shared: &DomainShared,
+    context: TaskContext<'_>,
     instrumentation: &Instrumentation,
-    failed: &AtomicUsize,
     tasks: Vec<F>,
     results: &mut Vec<Result<T, BatchFailure<E>>>,
 ) where
@@ -263,6 +285,7 @@ fn run_instrumented<F, T, E>(
     T: Send,
     E: Send,
 {
+    let shared = context.shared;
     let count = u64::try_from(tasks.len()).unwrap_or(u64::MAX);
     let first = shared.reserve_task_ids(count);
     let id = |index: usize| {
@@ -276,17 +299,12 @@ fn run_instrumented<F, T, E>(
         .enumerate()
         .map(|(index, task)| {
             let task_id: TaskId = id(index);
-            let mut skipped = false;
-            let result = run_task(
-                shared,
-                failed,
-                task,
-                || instrumentation.started(shared.id, task_id),
-                || skipped = true,
-            );
-            if skipped {
-                shared.cancelled_by_shutdown(task_id, None);
-            } else {
+            let mut started = false;
+            let result = context.run(task, task_id, || {
+                started = true;
+                instrumentation.started(shared.id, task_id);
+            });
+            if started {
                 let failure = result.as_ref().err().map(|failure| failure.kind());
                 instrumentation.finished(shared.id, task_id, failure);
             }
