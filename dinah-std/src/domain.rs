@@ -21,7 +21,8 @@ use std::num::{NonZeroU64, NonZeroUsize};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-use dinah_core::{CancelFlag, DomainId, Drainers, MpmcQueue, MpmcSlot, TaskId, TaskOutcome};
+use crossbeam_queue::ArrayQueue;
+use dinah_core::{CancelFlag, DomainId, Drainers, TaskId, TaskOutcome};
 
 use admission::{Admission, AdmissionGuard, Refusal};
 use batch_estimate::BatchEstimate;
@@ -39,8 +40,6 @@ pub use instrument::{Instrumentation, TraceSink};
 pub use job::JobContext;
 pub use shutdown::{DomainShutdownReport, ShutdownPolicy};
 
-type JobStorage = Box<[MpmcSlot<Box<dyn QueuedJob>>]>;
-
 /// The part of a domain its workers share.
 pub(crate) struct DomainShared {
     pub(crate) id: DomainId,
@@ -55,7 +54,7 @@ pub(crate) struct DomainShared {
     pub(crate) admission: Admission,
     /// Admitted jobs not yet picked up, in admission order. Sized to the
     /// admission capacity, so a push after admission always fits.
-    pub(crate) queue: MpmcQueue<Box<dyn QueuedJob>, JobStorage>,
+    pub(crate) queue: ArrayQueue<Box<dyn QueuedJob>>,
     /// Set by a [`ShutdownPolicy::CancelAll`] shutdown; every running job's
     /// context reports it.
     pub(crate) cancel_running: CancelFlag,
@@ -263,11 +262,7 @@ impl Domain {
         let capacity = config
             .capacity()
             .ok_or(DomainStartError::CapacityOverflow)?;
-        let slots: JobStorage = std::iter::repeat_with(MpmcSlot::new)
-            .take(capacity)
-            .collect();
-        let queue =
-            MpmcQueue::with_storage(slots).map_err(|_| DomainStartError::CapacityOverflow)?;
+        let queue = ArrayQueue::new(capacity);
         let roster = Arc::new(Roster::new());
         let pool = {
             let names = config.clone();
@@ -402,7 +397,7 @@ impl Domain {
 
     /// Queues an admitted job and spawns the trampoline that will run it.
     fn enqueue(&self, job: Box<dyn QueuedJob>) {
-        if self.shared.queue.try_push(job).is_err() {
+        if self.shared.queue.push(job).is_err() {
             // The queue has one slot per admission; reaching this is a bug
             // in the admission accounting.
             unreachable!("an admitted job found the domain queue full");

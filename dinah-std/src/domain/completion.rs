@@ -5,7 +5,8 @@
 //! `reserved` is raised with an `AcqRel` compare-exchange bounded by the
 //! capacity and lowered with `AcqRel` after a pop removed an item. The
 //! count only bounds how many items can exist; the items themselves are
-//! handed over by the [`MpmcQueue`], whose own ordering makes a popped
+//! handed over by the queue (crossbeam's `ArrayQueue`, whose slot stamps
+//! are stored `Release` and loaded `Acquire`), which makes a popped
 //! completion fully visible. `has_waker` is stored with `Release` after the
 //! waker is in place and loaded with `Acquire` before taking the waker
 //! lock; it only lets a push skip that lock when nobody ever registered.
@@ -16,9 +17,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::task::Waker;
 
-use dinah_core::{
-    LimitField, LimitProblem, LimitsError, MpmcQueue, MpmcSlot, RuntimeLimits, TaskId, TaskOutcome,
-};
+use crossbeam_queue::ArrayQueue;
+
+use dinah_core::{LimitField, LimitProblem, LimitsError, RuntimeLimits, TaskId, TaskOutcome};
 
 /// One finished job, as delivered to a [`CompletionQueue`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,8 +32,6 @@ pub struct Completion<K, T, E> {
     /// How the job ended.
     pub outcome: TaskOutcome<T, E>,
 }
-
-type Storage<K, T, E> = Box<[MpmcSlot<Completion<K, T, E>>]>;
 
 /// A bounded queue of [`Completion`]s filled by domain workers and drained
 /// by an owner thread. Share it as an `Arc`.
@@ -76,7 +75,7 @@ type Storage<K, T, E> = Box<[MpmcSlot<Completion<K, T, E>>]>;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct CompletionQueue<K, T, E> {
-    queue: MpmcQueue<Completion<K, T, E>, Storage<K, T, E>>,
+    queue: ArrayQueue<Completion<K, T, E>>,
     reserved: AtomicUsize,
     has_waker: AtomicBool,
     waker: Mutex<Option<Waker>>,
@@ -91,11 +90,7 @@ impl<K, T, E> CompletionQueue<K, T, E> {
     /// large can succeed anyway).
     #[must_use]
     pub fn new(capacity: NonZeroUsize) -> Self {
-        let slots: Storage<K, T, E> = std::iter::repeat_with(MpmcSlot::new)
-            .take(capacity.get())
-            .collect();
-        let queue = MpmcQueue::with_storage(slots)
-            .expect("a non-empty completion queue of allocatable size can be indexed");
+        let queue = ArrayQueue::new(capacity.get());
         Self {
             queue,
             reserved: AtomicUsize::new(0),
@@ -185,7 +180,7 @@ impl<K, T, E> CompletionQueue<K, T, E> {
     /// Pushes a completion into the slot reserved for it and wakes the
     /// owner.
     pub(crate) fn deliver(&self, completion: Completion<K, T, E>) {
-        if self.queue.try_push(completion).is_err() {
+        if self.queue.push(completion).is_err() {
             // The reservation taken at admission guarantees room; reaching
             // this is a bug in the reservation accounting.
             unreachable!("a completion push found its reserved slot taken");
