@@ -309,6 +309,16 @@ fn run(seed: u64) {
             "rank {rank}: {report}; {}",
             context()
         );
+        // Whatever the faults did, every call issued ended exactly once:
+        // completed, failed, expired or abandoned.
+        assert_eq!(
+            report.unsettled_calls(),
+            0,
+            "rank {rank}: {:?}, {} abandoned; {}",
+            report.metrics,
+            report.calls_abandoned,
+            context()
+        );
         // Without loss, so does the transport's.
         if !lossy {
             assert!(report.is_clean(), "rank {rank}: {report}; {}", context());

@@ -416,6 +416,15 @@ pub(crate) fn run_case(name: &str, case: Case, mut ctx: RankCtx) {
                 .finish()
                 .unwrap_or_else(|e| panic!("rank {rank}, case {name}: {e}"));
             assert!(report.is_clean(), "rank {rank}, case {name}: {report}");
+            // Every call this rank issued ended exactly once, in one of
+            // the counted ways.
+            assert_eq!(
+                report.unsettled_calls(),
+                0,
+                "rank {rank}, case {name}: {:?}, {} abandoned",
+                report.metrics,
+                report.calls_abandoned
+            );
         }
         Ending::Done => {}
     }

@@ -37,7 +37,15 @@ impl OwnerCounts {
     }
 
     pub(crate) fn failed(&mut self) {
-        Self::bump(&mut self.dirty, &mut self.pending.failed, 1);
+        self.failed_calls(1);
+    }
+
+    /// `n` calls failed at once (a peer went down, the transport closed,
+    /// shutdown cancelled what was waiting).
+    pub(crate) fn failed_calls(&mut self, n: usize) {
+        if n > 0 {
+            Self::bump(&mut self.dirty, &mut self.pending.failed, n as u64);
+        }
     }
 
     pub(crate) fn cancellation_acknowledged(&mut self) {

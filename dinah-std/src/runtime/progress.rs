@@ -119,9 +119,11 @@ impl Runtime {
     fn fail_transport(&mut self, error: crate::transport::TransportError) {
         let _ = self.shared.state.fail();
         let failure = RuntimeError::TransportFailed(error);
-        self.shared
+        let failed = self
+            .shared
             .calls
             .fail_all(|_| failure.clone(), &mut Vec::new());
+        self.receiver.counts.failed_calls(failed);
     }
 
     fn on_event(&mut self, event: TransportEvent, now: Instant) {
@@ -133,7 +135,8 @@ impl Runtime {
             } => self.on_frame(from, channel, bytes, now),
             TransportEvent::PeerDown { peer, error } => {
                 let failure = RuntimeError::Transport { peer, error };
-                self.shared.calls.fail_peer(peer, &failure);
+                let failed = self.shared.calls.fail_peer(peer, &failure);
+                self.receiver.counts.failed_calls(failed);
                 self.receiver.on_peer_down(peer);
                 if let Some(drained) = self.peers_drained.get_mut(peer.index()) {
                     *drained = true;
@@ -192,10 +195,10 @@ impl Runtime {
                     let text = frame.error_text().unwrap_or("");
                     let counts = &mut receiver.counts;
                     let late = shared.calls.complete(call.request, |info| {
+                        counts.failed();
                         if info.peer != from || info.call.action != call.action {
                             return CallOutcome::Failed(mismatch(from));
                         }
-                        counts.failed();
                         CallOutcome::Failed(RuntimeError::from_wire(
                             code,
                             text,
@@ -227,6 +230,7 @@ impl Runtime {
                 let counts = &mut receiver.counts;
                 let late = shared.calls.complete(call.request, |info| {
                     if info.peer != from || info.call.action != call.action {
+                        counts.failed();
                         return CallOutcome::Failed(mismatch(from));
                     }
                     counts.completed();

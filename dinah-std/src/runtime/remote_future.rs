@@ -129,9 +129,7 @@ impl<T: WireValue> Future for RemoteFuture<T> {
 impl<T> Drop for RemoteFuture<T> {
     fn drop(&mut self) {
         if let Inner::Pending { shared, ticket } = &self.inner {
-            if let Some(info) = shared.calls.abandon(*ticket) {
-                shared.queue_cancel(info.peer, info.call);
-            }
+            shared.abandon_call(*ticket);
         }
     }
 }

@@ -121,9 +121,7 @@ impl Drop for ExitGuard<'_, '_, '_> {
     fn drop(&mut self) {
         let shared = &self.scope.client.shared;
         for ticket in self.scope.tracked.borrow_mut().drain(..) {
-            if let Some(info) = shared.calls.abandon(ticket) {
-                shared.queue_cancel(info.peer, info.call);
-            }
+            shared.abandon_call(ticket);
         }
         if let Ok(mut runtime) = self.scope.runtime.try_borrow_mut() {
             let budget = shared.limits.max_cancellations as usize;

@@ -11,7 +11,7 @@ use dinah_core::{
     RuntimeMetrics, WorldSize,
 };
 
-use super::calls::Calls;
+use super::calls::{Calls, Ticket};
 use super::clock::SharedClock;
 use super::registry::{HandlerError, Registry};
 use crate::domain::{CompletionQueue, Domain};
@@ -157,6 +157,9 @@ pub(crate) struct Counters {
     pub(crate) responses_dropped: AtomicU64,
     /// Cancellations received from peers.
     pub(crate) cancels_received: AtomicU64,
+    /// Calls whose caller stopped waiting (its future was dropped, or its
+    /// scope ended) before an outcome arrived.
+    pub(crate) calls_abandoned: AtomicU64,
 }
 
 impl Counters {
@@ -208,6 +211,17 @@ impl Shared {
         frame: Vec<u8>,
     ) -> Result<(), crate::transport::TrySendError> {
         self.handle.try_send_from_owner(to, channel, frame)
+    }
+
+    /// The caller stopped waiting for the call of `ticket` (its future was
+    /// dropped or its scope ended): forgets the call, counts it as
+    /// abandoned and queues a best-effort cancellation. Does nothing for a
+    /// call that had already ended.
+    pub(crate) fn abandon_call(&self, ticket: Ticket) {
+        if let Some(info) = self.calls.abandon(ticket) {
+            Counters::bump(&self.counters.calls_abandoned);
+            self.queue_cancel(info.peer, info.call);
+        }
     }
 
     /// Queues a best-effort cancellation of `call` at `peer` and wakes the

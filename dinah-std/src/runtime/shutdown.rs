@@ -54,6 +54,9 @@ pub struct ShutdownReport {
     pub cancels_dropped: u64,
     /// Responses dropped because the outbox was full over the whole run.
     pub responses_dropped: u64,
+    /// Calls whose caller stopped waiting before an outcome arrived, over
+    /// the whole run (see [`RuntimeStats`](crate::RuntimeStats)).
+    pub calls_abandoned: u64,
     /// The metrics at the end of the run.
     pub metrics: MetricsSnapshot,
     /// How long the shutdown took, on the runtime's clock.
@@ -71,6 +74,15 @@ impl ShutdownReport {
             && self.pending_events == 0
             && self.retained_bytes == 0
             && self.undrained_peers == 0
+    }
+
+    /// Issued calls not accounted for by an ending or by
+    /// [`pending_calls`](Self::pending_calls), as
+    /// [`RuntimeStats::unsettled_calls`](crate::RuntimeStats::unsettled_calls):
+    /// zero after a shutdown, which issues and settles nothing more.
+    #[must_use]
+    pub fn unsettled_calls(&self) -> i128 {
+        super::stats::unsettled(&self.metrics, self.calls_abandoned, self.pending_calls)
     }
 }
 
@@ -192,6 +204,7 @@ impl Runtime {
         shared
             .calls
             .fail_all(|_| RuntimeError::Cancelled, &mut failed);
+        self.receiver.counts.failed_calls(failed.len());
         for info in failed {
             shared.queue_cancel(info.peer, info.call);
         }
@@ -336,6 +349,10 @@ impl Runtime {
                 .counters
                 .responses_dropped
                 .load(std::sync::atomic::Ordering::Relaxed),
+            calls_abandoned: shared
+                .counters
+                .calls_abandoned
+                .load(std::sync::atomic::Ordering::Relaxed),
             metrics: self.receiver.counts.read(&shared.metrics),
             elapsed: now.saturating_duration_since(started),
         }
@@ -349,9 +366,10 @@ pub(crate) fn abandon(runtime: &mut Runtime) {
     let shared = &runtime.shared;
     let _ = shared.state.begin_draining();
     let _ = shared.state.fail();
-    shared
+    let failed = shared
         .calls
         .fail_all(|_| RuntimeError::Cancelled, &mut Vec::new());
+    runtime.receiver.counts.failed_calls(failed);
     runtime.receiver.cancel_running();
     shared.handle.close();
     // Domains are dropped with the shared state; their `Drop` cancels

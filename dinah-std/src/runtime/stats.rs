@@ -16,7 +16,13 @@ pub struct RuntimeStats {
     pub rank: Rank,
     /// The lifecycle state.
     pub state: RuntimeState,
-    /// Event counters since the start.
+    /// Event counters since the start. For the calls this rank issued,
+    /// `submitted` counts them, and each ends exactly once as `completed`
+    /// (a result), `failed` (an error from the peer or from this rank's
+    /// job, the peer or the transport going down, or shutdown), a
+    /// `deadline_expiries`, or one of [`calls_abandoned`](Self::calls_abandoned);
+    /// the rest are [`pending_calls`](Self::pending_calls) (see
+    /// [`RuntimeStats::unsettled_calls`]).
     pub metrics: MetricsSnapshot,
     /// Calls waiting for an outcome.
     pub pending_calls: usize,
@@ -49,6 +55,74 @@ pub struct RuntimeStats {
     pub cancels_received: u64,
     /// Responses dropped because the outbox was full.
     pub responses_dropped: u64,
+    /// Calls whose caller stopped waiting before an outcome arrived (the
+    /// future was dropped or its scope ended).
+    pub calls_abandoned: u64,
+}
+
+impl RuntimeStats {
+    /// Issued calls not accounted for by an ending or by
+    /// [`pending_calls`](Self::pending_calls): zero whenever no call is
+    /// being issued or settled at the moment of the reading (the
+    /// counters are read one after another). A negative value means more
+    /// endings than calls, which only such a moment can show.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use dinah_core::{ProtocolLimits, Rank, RuntimeLimits, WorldSize};
+    /// use dinah_std::transport::memory::{FaultPlan, SimMode, SimNetwork};
+    /// use dinah_std::{Action, CodecError, Runtime, SegmentReader, SegmentWriter, WireValue, schema_id};
+    ///
+    /// struct Double(u64);
+    /// impl WireValue for Double {
+    ///     const SCHEMA_ID: u64 = schema_id("doc.Double/1");
+    ///     fn encode(&self, out: &mut SegmentWriter) -> Result<(), CodecError> {
+    ///         self.0.encode(out)
+    ///     }
+    ///     fn decode(input: &mut SegmentReader<'_>) -> Result<Self, CodecError> {
+    ///         u64::decode(input).map(Double)
+    ///     }
+    /// }
+    /// impl Action for Double {
+    ///     const ID: u128 = 0xd0_0b1e;
+    ///     type Output = u64;
+    /// }
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let mut builder = Runtime::builder(1, ProtocolLimits::default(), RuntimeLimits::default())?;
+    /// builder.register::<Double, _>(|Double(x)| Ok(2 * x))?;
+    /// let hello = builder.hello()?;
+    /// let network = SimNetwork::with_mode(WorldSize::ONE, 1, FaultPlan::new(), SimMode::Threaded)?;
+    /// let (handle, driver) = network.endpoint(Rank::ZERO, hello.handle)?;
+    /// let mut runtime = builder.start(handle, driver)?;
+    /// let client = runtime.client();
+    ///
+    /// assert_eq!(runtime.block_on(client.spawn_on(Rank::ZERO, Double(21)))?, 42);
+    /// drop(client.spawn_on(Rank::ZERO, Double(1))); // the caller gives up
+    /// let stats = runtime.stats();
+    /// assert_eq!(stats.metrics.submitted, 2);
+    /// assert_eq!(stats.calls_abandoned, 1);
+    /// assert_eq!(stats.unsettled_calls(), 0);
+    /// assert!(runtime.shutdown(Duration::from_secs(5))?.is_clean());
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn unsettled_calls(&self) -> i128 {
+        unsettled(&self.metrics, self.calls_abandoned, self.pending_calls)
+    }
+}
+
+/// `submitted` minus every ending and the calls still pending.
+pub(crate) fn unsettled(metrics: &MetricsSnapshot, abandoned: u64, pending: usize) -> i128 {
+    i128::from(metrics.submitted)
+        - i128::from(metrics.completed)
+        - i128::from(metrics.failed)
+        - i128::from(metrics.deadline_expiries)
+        - i128::from(abandoned)
+        - pending as i128
 }
 
 pub(crate) fn collect(runtime: &Runtime) -> RuntimeStats {
@@ -72,6 +146,7 @@ pub(crate) fn collect(runtime: &Runtime) -> RuntimeStats {
         cancels_dropped: shared.counters.cancels_dropped.load(Ordering::Relaxed),
         cancels_received: shared.counters.cancels_received.load(Ordering::Relaxed),
         responses_dropped: shared.counters.responses_dropped.load(Ordering::Relaxed),
+        calls_abandoned: shared.counters.calls_abandoned.load(Ordering::Relaxed),
     }
 }
 
@@ -80,20 +155,21 @@ impl fmt::Display for RuntimeStats {
         let m = &self.metrics;
         write!(
             f,
-            "{} {:?}: calls {} ok {} failed {} | served {} | pending {} jobs {} dedup {} | \
-             late {} dup {} expired {} rejected {} | sent {} B recv {} B",
+            "{} {:?}: calls {} ok {} failed {} expired {} abandoned {} | served {} | \
+             pending {} jobs {} dedup {} | late {} dup {} rejected {} | sent {} B recv {} B",
             self.rank,
             self.state,
             m.submitted,
             m.completed,
             m.failed,
+            m.deadline_expiries,
+            self.calls_abandoned,
             self.served,
             self.pending_calls,
             self.action_jobs,
             self.dedup_entries,
             m.late_results_discarded,
             m.duplicates_suppressed,
-            m.deadline_expiries,
             m.protocol_rejections,
             self.handle.bytes_sent,
             self.driver.bytes_received,
