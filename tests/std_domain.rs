@@ -454,13 +454,18 @@ fn metrics_and_trace_match_the_events() {
     assert_eq!(instrumentation.trace_rejected(), 0);
     let domain_id = DomainId::new(1).unwrap();
     assert!(events.iter().all(|event| event.domain == Some(domain_id)));
-    // Worker-side events name the worker; submissions happen on this thread.
-    assert!(
+    // Worker-side events name the worker; submissions happen on this
+    // thread, and so do the batch's tasks: with one worker, the caller is
+    // the batch's only worker.
+    let started_on = |on_worker: bool| {
         events
             .iter()
             .filter(|event| event.kind == TraceEventKind::Started)
-            .all(|event| event.worker.is_some())
-    );
+            .filter(|event| event.worker.is_some() == on_worker)
+            .count()
+    };
+    assert_eq!(started_on(true), 5 + 1 + 1);
+    assert_eq!(started_on(false), 4);
     assert!(
         events
             .iter()

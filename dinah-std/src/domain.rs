@@ -5,7 +5,7 @@
 
 mod admission;
 mod batch;
-mod batch_estimate;
+mod batch_drive;
 mod batch_results;
 mod completion;
 mod config;
@@ -17,7 +17,7 @@ mod shutdown;
 mod wait;
 
 use std::fmt;
-use std::num::{NonZeroU64, NonZeroUsize};
+use std::num::NonZeroU64;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
@@ -25,7 +25,6 @@ use crossbeam_queue::ArrayQueue;
 use dinah_core::{CancelFlag, DomainId, Drainers, TaskId, TaskOutcome};
 
 use admission::{Admission, AdmissionGuard, Refusal};
-use batch_estimate::BatchEstimate;
 use handle::{JobCore, JobSlot};
 use job::{CompletionJob, HandleJob, QueuedJob};
 use shutdown::Roster;
@@ -49,8 +48,6 @@ pub(crate) struct DomainShared {
     pub(crate) spin_jobs: Arc<AdaptiveSpin>,
     /// The spin of callers waiting for a batch.
     pub(crate) spin_batches: AdaptiveSpin,
-    /// How long batches take, to decide whether their callers spin.
-    pub(crate) batch_estimate: BatchEstimate,
     pub(crate) admission: Admission,
     /// Admitted jobs not yet picked up, in admission order. Sized to the
     /// admission capacity, so a push after admission always fits.
@@ -281,10 +278,6 @@ impl Domain {
             workers: pool.current_num_threads(),
             spin_jobs: Arc::new(AdaptiveSpin::new(config.spin_before_park, Pace::Yielding)),
             spin_batches: AdaptiveSpin::new(config.spin_before_park, Pace::Pure),
-            batch_estimate: BatchEstimate::new(
-                pool.current_num_threads(),
-                std::thread::available_parallelism().map_or(1, NonZeroUsize::get),
-            ),
             admission: Admission::new(capacity),
             queue,
             cancel_running: CancelFlag::new(),

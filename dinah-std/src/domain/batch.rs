@@ -1,14 +1,13 @@
-//! Batches: many short tasks run inside a domain with Rayon's splitting.
+//! Batches: many short tasks run by the caller and the domain's workers.
 //!
-//! A batch runs as one job in the domain's pool: a Rayon indexed parallel
-//! iterator over the caller's tasks, collected in place into the result
-//! vector, so the per-task cost is Rayon's own. The calling thread, which
-//! is not a worker, spins briefly while it waits (up to the domain's
-//! `spin_before_park`, adapting as described in `wait.rs`) and then
-//! blocks; for short batches this saves the wake-up that dominates Rayon's
-//! `install` from outside the pool. A batch predicted to run long (see
-//! `batch_estimate.rs`) is waited for parked at once, so the caller does
-//! not take a core from the workers.
+//! Called from outside the domain's pool, a batch runs on the calling
+//! thread, which counts as one of the domain's workers, and up to
+//! `workers - 1` of the domain's workers join it once the work left is
+//! worth waking them for (`batch_drive.rs` says how and why). Called from
+//! a Rayon worker, it runs on the pool with Rayon's own splitting (inline
+//! on a worker of this pool; a worker of another pool keeps stealing in
+//! its own while it waits). Either way the per-task loop is Rayon's
+//! sequential iterator over the tasks and their result slots.
 //!
 //! The results come back as [`BatchResults`]: a failure there has no drop
 //! glue of its own, so a batch where every task succeeded is freed without
@@ -21,20 +20,21 @@
 //!
 //! # Memory ordering
 //!
-//! The `done` flag (stored `Release` after the results are written, loaded
-//! `Acquire` while spinning) only ends the spin early. Visibility of the
-//! results to the caller comes from Rayon's scope, which does not return
-//! before the spawned job has finished.
+//! Task `i` writes its result into slot `i` of the result vector's spare
+//! capacity; the results become visible to the caller through Rayon's
+//! scope (or `install`), which returns only after every job it ran has
+//! finished. The failure counter is `Relaxed` for the same reason.
 
+use std::mem::MaybeUninit;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
 use dinah_core::{TaskFailure, TaskId, TaskQueue};
 
 use super::admission::{AdmissionGuard, any_cancelling};
+use super::batch_drive::{Crew, drive};
 use super::batch_results::{BatchFailure, BatchResults};
 use super::instrument::Instrumentation;
 use super::job::panicked;
@@ -45,7 +45,10 @@ impl Domain {
     /// the order of `tasks`.
     ///
     /// Tasks may borrow from the caller: the call returns only after every
-    /// task has finished. A task's error stays its own, a panicking task
+    /// task has finished. The calling thread runs tasks too and counts as
+    /// one of the domain's workers, so no more than
+    /// [`workers`](Self::workers) of the batch's tasks run at once; a batch
+    /// whose work is shorter than waking a worker runs on the caller alone. A task's error stays its own, a panicking task
     /// becomes a [`TaskFailure`] with the panic's message (the others still
     /// run), and the domain keeps working. Called from one of the domain's
     /// own workers, the batch runs inline on that worker's pool.
@@ -148,58 +151,78 @@ impl Domain {
         E: Send,
     {
         let shared = &*self.shared;
-        // Left empty here: `collect_into_vec` allocates it on the worker,
-        // in that worker's allocator arena, as Rayon's own `collect` does.
-        let mut results = Vec::new();
         let count = tasks.len();
+        let mut results: Vec<Result<T, BatchFailure<E>>> = Vec::with_capacity(count);
         if count == 0 {
             return BatchResults::new(results, 0);
         }
         // Counted where a failure is made (a cold path); read after the
-        // batch, which Rayon's scope orders after every task.
+        // batch, which `drive` and Rayon's `install` order after every task.
         let failed = AtomicUsize::new(0);
         let context = TaskContext {
             shared,
             failed: &failed,
         };
-        let work = |results: &mut Vec<_>| match &shared.instrumentation {
-            None => tasks
-                .into_par_iter()
-                .map(move |task| context.run(task, TaskId::MAX, || {}))
-                .collect_into_vec(results),
+        // Task `i` writes its result into slot `i` of the spare capacity.
+        let slots = &mut results.spare_capacity_mut()[..count];
+        let runner = Runner {
+            pool: self.pool(),
+            crew: Crew {
+                pool: self.pool(),
+                helpers: shared.workers - 1,
+                spin: &shared.spin_batches,
+            },
+        };
+        let written = match &shared.instrumentation {
+            None => runner.run(
+                tasks.into_par_iter().zip(slots.par_iter_mut()),
+                move |(task, slot)| {
+                    slot.write(context.run(task, TaskId::MAX, || {}));
+                },
+            ),
             Some(instrumentation) => {
-                run_instrumented(context, instrumentation, tasks, results);
+                run_instrumented(&runner, context, instrumentation, tasks, slots)
             }
         };
-        let pool = self.pool();
+        // Internal invariant (it protects the `set_len` below).
+        assert_eq!(written, count, "a batch lost a result");
+        // SAFETY: `results` has capacity for at least `count` elements and
+        // none initialised. The zip paired each of its first `count` spare
+        // slots with exactly one task, Rayon's producers split them into
+        // disjoint pieces, and `written` counts the tasks of pieces whose
+        // every item went through the closure above, which writes its
+        // slot with `MaybeUninit::write`: all `count` were written. The
+        // writes on other threads are visible here because `drive`'s scope
+        // and `install` return only after every job they ran has finished.
+        unsafe { results.set_len(count) };
+        BatchResults::new(results, failed.into_inner())
+    }
+}
+
+/// Where a batch's tasks run: inline on a worker's pool when called from a
+/// Rayon worker, otherwise on the caller with the domain's workers helping
+/// (`batch_drive.rs`).
+struct Runner<'a> {
+    pool: &'a rayon::ThreadPool,
+    crew: Crew<'a>,
+}
+
+impl Runner<'_> {
+    /// Calls `op` on every item and returns how many calls returned.
+    fn run<I, Op>(&self, items: I, op: Op) -> usize
+    where
+        I: IndexedParallelIterator,
+        Op: Fn(I::Item) + Sync + Send,
+    {
         if rayon::current_thread_index().is_some() {
             // On a worker (of this pool: runs inline; of another pool: that
             // worker keeps stealing while it waits). Never spin a worker.
-            pool.install(|| work(&mut results));
+            let len = items.len();
+            self.pool.install(|| items.for_each(op));
+            len
         } else {
-            let done = AtomicBool::new(false);
-            let out = &mut results;
-            let spin = shared
-                .batch_estimate
-                .should_spin(count, shared.spin_batches.max());
-            pool.in_place_scope(|scope| {
-                scope.spawn(|_| {
-                    // Timed on the worker: the estimate is of the work
-                    // alone, without the wake-ups around it (which would
-                    // make a parked batch look long and keep it parked).
-                    let started = Instant::now();
-                    work(out);
-                    shared.batch_estimate.record(count, started.elapsed());
-                    done.store(true, Ordering::Release);
-                });
-                if spin {
-                    shared
-                        .spin_batches
-                        .spin(Duration::MAX, || done.load(Ordering::Acquire));
-                }
-            });
+            drive(&self.crew, items, op)
         }
-        BatchResults::new(results, failed.into_inner())
     }
 }
 
@@ -274,13 +297,16 @@ impl TaskContext<'_> {
 }
 
 /// The instrumented twin of the plain path: task IDs are reserved as one
-/// consecutive block, and every task's lifecycle is recorded.
+/// consecutive block, and every task's lifecycle is recorded. Returns how
+/// many slots were written.
 fn run_instrumented<F, T, E>(
+    runner: &Runner<'_>,
     context: TaskContext<'_>,
     instrumentation: &Instrumentation,
     tasks: Vec<F>,
-    results: &mut Vec<Result<T, BatchFailure<E>>>,
-) where
+    slots: &mut [MaybeUninit<Result<T, BatchFailure<E>>>],
+) -> usize
+where
     F: FnOnce() -> Result<T, E> + Send,
     T: Send,
     E: Send,
@@ -294,10 +320,9 @@ fn run_instrumented<F, T, E>(
     for index in 0..tasks.len() {
         instrumentation.submitted(shared.id, id(index));
     }
-    tasks
-        .into_par_iter()
-        .enumerate()
-        .map(|(index, task)| {
+    runner.run(
+        tasks.into_par_iter().enumerate().zip(slots.par_iter_mut()),
+        |((index, task), slot)| {
             let task_id: TaskId = id(index);
             let mut started = false;
             let result = context.run(task, task_id, || {
@@ -308,7 +333,7 @@ fn run_instrumented<F, T, E>(
                 let failure = result.as_ref().err().map(|failure| failure.kind());
                 instrumentation.finished(shared.id, task_id, failure);
             }
-            result
-        })
-        .collect_into_vec(results);
+            slot.write(result);
+        },
+    )
 }

@@ -21,9 +21,8 @@
 //! yielding lets it run there at once (an idle submit-to-result on two
 //! cores went from 49 us to about 25 us, Rayon's own figure; a hot one,
 //! caught by the pure phase, stayed at about 1.2 us). Waits for a batch
-//! stay pure: they spin only when the batch is predicted to be short (see
-//! `batch_estimate.rs`), and then the workers are already running on
-//! their own cores.
+//! stay pure: the caller spins only after running its own share, while its
+//! helpers finish their last, single-task claims (see `batch_drive.rs`).
 //!
 //! # Memory ordering
 //!
@@ -123,11 +122,6 @@ impl AdaptiveSpin {
             current_nanos: AtomicU64::new(max_nanos),
             collapsed_waits: AtomicU32::new(0),
         }
-    }
-
-    /// The full budget, before any collapse.
-    pub(crate) fn max(&self) -> Duration {
-        Duration::from_nanos(self.max_nanos)
     }
 
     /// The budget the next wait should spin for (not more than `cap`).

@@ -1,0 +1,445 @@
+//! Running a batch with the caller's thread as one of its workers.
+//!
+//! A batch called from outside the domain's pool used to be handed to the
+//! pool whole (Rayon's `install`): the caller slept, a worker woke, split
+//! the work, woke the next worker, and at the end woke the caller. On the
+//! 2-core development VM those wake-ups cost more than 10,000 no-op tasks
+//! take on one thread (about 24 µs sequential against 40 µs through
+//! Rayon), and only a spinning caller, which takes a core from the
+//! workers, hid them.
+//!
+//! Here the caller works instead, as the calling thread does in TBB's
+//! `task_arena::execute` or an OpenMP parallel region, and the domain's
+//! workers join it when the work left is worth waking them for:
+//!
+//! - **Alone first.** The caller runs tasks from the front in runs of 1,
+//!   2, 4, ... up to [`MAX_SOLO_RUN`] tasks (a run doubles while it took
+//!   less than [`PROBE_TIME`]), reading the clock after each run. As soon
+//!   as the time per task so far, times the tasks left, exceeds
+//!   [`HELP_WORTH`], helpers are called. A short batch never wakes a
+//!   worker; a heavy one loses about one task's time of parallelism. A
+//!   batch of at most [`EAGER_TASKS_PER_WORKER`] tasks per worker skips
+//!   this and calls its helpers at once.
+//! - **Then together.** Up to `workers - 1` helper jobs are spawned in the
+//!   domain's pool (a Rayon scope, so they may borrow the batch), and the
+//!   caller and the helpers claim runs of tasks from the front under one
+//!   mutex: about `left / (CLAIM_DIVISOR * participants)` tasks a claim
+//!   (guided self-scheduling, so the last claims are single tasks and the
+//!   participants finish together), and at most what runs in about
+//!   [`CLAIM_TIME`], so a participant the system preempts holds back
+//!   little. A claim splits the remaining Rayon producer at the claimed
+//!   length, which moves nothing.
+//!   The caller yields its core once after calling them (see
+//!   `together` for why).
+//! - **The end.** The caller spins (the domain's adaptive batch spin) until
+//!   its helpers have returned, then leaves the scope, which parks if one
+//!   is still running.
+//!
+//! So a batch never runs more than `workers` of its tasks at once: the
+//! caller counts as one of them. (Batches called at once from several
+//! threads may together, each caller running its own.)
+//!
+//! # Memory ordering
+//!
+//! The claims hand producers between threads under the claim mutex. The
+//! `returned` counter (`Release` by a helper as it returns, `Acquire` while
+//! the caller spins) only ends the spin early; everything the helpers did
+//! is visible to the caller after the Rayon scope, which returns only after
+//! every job spawned in it has finished.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use rayon::iter::IndexedParallelIterator;
+use rayon::iter::plumbing::{Producer, ProducerCallback};
+
+use super::wait::AdaptiveSpin;
+
+/// Batches of at most this many tasks per worker call their helpers at once.
+const EAGER_TASKS_PER_WORKER: usize = 8;
+
+/// Helpers are called once the work left is estimated above this on the
+/// caller alone: above what waking a worker and waiting for it at the end
+/// costs (tens of microseconds on small VMs).
+const HELP_WORTH: Duration = Duration::from_micros(50);
+
+/// A run of the caller alone doubles while it took less than this.
+const PROBE_TIME: Duration = Duration::from_micros(5);
+
+/// The most tasks the caller runs alone between two clock reads.
+const MAX_SOLO_RUN: usize = 1024;
+
+/// A claim takes about `left / (CLAIM_DIVISOR * participants)` tasks.
+const CLAIM_DIVISOR: usize = 4;
+
+/// A claim takes at most about this much work, as estimated.
+const CLAIM_TIME: Duration = Duration::from_micros(20);
+
+/// Who can run a batch: the pool its helpers run in, how many may help,
+/// and how the caller spins while the last ones finish.
+pub(super) struct Crew<'a> {
+    /// The domain's pool.
+    pub(super) pool: &'a rayon::ThreadPool,
+    /// Helper jobs the batch may use besides the caller.
+    pub(super) helpers: usize,
+    /// The domain's adaptive spin for waits on batches.
+    pub(super) spin: &'a AdaptiveSpin,
+}
+
+/// Calls `op` on every item of `items`, on the calling thread and the
+/// crew's helpers, and returns how many calls returned (all of them unless
+/// `op` panicked, in which case the panic propagates after every helper has
+/// stopped).
+pub(super) fn drive<I, Op>(crew: &Crew<'_>, items: I, op: Op) -> usize
+where
+    I: IndexedParallelIterator,
+    Op: Fn(I::Item) + Sync,
+{
+    let len = items.len();
+    items.with_producer(Drive { crew, len, op })
+}
+
+/// The callback that receives the batch's producer.
+struct Drive<'c, 'a, Op> {
+    crew: &'c Crew<'a>,
+    len: usize,
+    op: Op,
+}
+
+impl<T, Op> ProducerCallback<T> for Drive<'_, '_, Op>
+where
+    Op: Fn(T) + Sync,
+{
+    type Output = usize;
+
+    fn callback<P: Producer<Item = T>>(self, producer: P) -> usize {
+        let Self { crew, len, op } = self;
+        let mut front = Front {
+            rest: Some(producer),
+            left: len,
+        };
+        let (done, per_task) = if crew.helpers == 0 {
+            // The caller is the only worker.
+            let done = front
+                .take(len)
+                .map_or(0, |(piece, count)| run(piece, count, &op));
+            (done, None)
+        } else if len <= EAGER_TASKS_PER_WORKER.saturating_mul(crew.helpers + 1) {
+            (0, None)
+        } else {
+            alone(&mut front, &op)
+        };
+        if front.left == 0 {
+            return done;
+        }
+        done + together(crew, front, per_task, &op)
+    }
+}
+
+/// The tasks not yet claimed: a producer and its length.
+struct Front<P> {
+    rest: Option<P>,
+    left: usize,
+}
+
+impl<P: Producer> Front<P> {
+    /// Splits off the first `count` items (at least 1, at most what is
+    /// left) and returns them with their number, or `None` if nothing is
+    /// left.
+    fn take(&mut self, count: usize) -> Option<(P, usize)> {
+        let rest = self.rest.take()?;
+        let count = count.clamp(1, self.left.max(1));
+        if count >= self.left {
+            let all = self.left;
+            self.left = 0;
+            return Some((rest, all));
+        }
+        let (piece, rest) = rest.split_at(count);
+        self.rest = Some(rest);
+        self.left -= count;
+        Some((piece, count))
+    }
+}
+
+/// Runs every item of `piece` (of `count` items) and returns `count`: the
+/// per-task loop, Rayon's own sequential iterator.
+#[inline]
+fn run<P: Producer>(piece: P, count: usize, op: &impl Fn(P::Item)) -> usize {
+    piece.into_iter().for_each(op);
+    count
+}
+
+/// The caller alone, until the batch is done or the work left is worth
+/// helpers; returns the tasks done and the time per task measured.
+fn alone<P: Producer>(front: &mut Front<P>, op: &impl Fn(P::Item)) -> (usize, Option<Duration>) {
+    let started = Instant::now();
+    let mut done = 0_usize;
+    let mut run_len = 1_usize;
+    let mut run_started = started;
+    while let Some((piece, count)) = front.take(run_len) {
+        done += run(piece, count, op);
+        if front.left == 0 {
+            break;
+        }
+        let now = Instant::now();
+        let per_task = now.saturating_duration_since(started) / saturating_u32(done);
+        if per_task.saturating_mul(saturating_u32(front.left)) > HELP_WORTH {
+            return (done, Some(per_task));
+        }
+        if now.saturating_duration_since(run_started) < PROBE_TIME {
+            run_len = run_len.saturating_mul(2).min(MAX_SOLO_RUN);
+        }
+        run_started = now;
+    }
+    (done, None)
+}
+
+/// `n` as a divisor or factor of a duration.
+fn saturating_u32(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// The caller and its helpers claim runs from `front` until it is empty;
+/// returns the tasks they ran.
+fn together<P: Producer>(
+    crew: &Crew<'_>,
+    front: Front<P>,
+    per_task: Option<Duration>,
+    op: &(impl Fn(P::Item) + Sync),
+) -> usize {
+    let participants = crew.helpers.min(front.left.saturating_sub(1)) + 1;
+    let max_claim = per_task
+        .and_then(|per_task| {
+            let nanos = per_task.as_nanos().max(1);
+            usize::try_from(CLAIM_TIME.as_nanos() / nanos).ok()
+        })
+        .unwrap_or(usize::MAX)
+        .max(1);
+    let claims = Claims {
+        front: Mutex::new(front),
+        participants,
+        max_claim,
+    };
+    let ran = AtomicUsize::new(0);
+    let returned = AtomicUsize::new(0);
+    let work = || {
+        let mut mine = 0;
+        while let Some((piece, count)) = claims.claim() {
+            mine += run(piece, count, op);
+        }
+        ran.fetch_add(mine, Ordering::Relaxed);
+    };
+    let helpers = participants - 1;
+    crew.pool.in_place_scope(|scope| {
+        for _ in 0..helpers {
+            scope.spawn(|_| {
+                work();
+                returned.fetch_add(1, Ordering::Release);
+            });
+        }
+        // A woken thread is often queued on its waker's core, where the
+        // busy caller would hold it off for a time slice or until the
+        // load balancer moves it (6 of 40 CPU batches on the development
+        // VM had their helper start 1-4 ms late). Yielding once lets it
+        // run and the idle core take one of the two.
+        thread::yield_now();
+        work();
+        crew.spin.spin(Duration::MAX, || {
+            returned.load(Ordering::Acquire) == helpers
+        });
+    });
+    ran.into_inner()
+}
+
+/// The claim state shared by the caller and its helpers.
+struct Claims<P> {
+    front: Mutex<Front<P>>,
+    participants: usize,
+    max_claim: usize,
+}
+
+impl<P: Producer> Claims<P> {
+    /// The next run of tasks and its length, or `None` when all are
+    /// claimed.
+    fn claim(&self) -> Option<(P, usize)> {
+        // A panic never happens under this lock (it only splits
+        // producers), so a poisoned lock still holds a consistent state.
+        let mut front = self.front.lock().unwrap_or_else(PoisonError::into_inner);
+        let count = (front.left / (CLAIM_DIVISOR * self.participants)).min(self.max_claim);
+        front.take(count)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::num::NonZeroUsize;
+    use std::sync::atomic::AtomicU8;
+    use std::thread::{self, ThreadId};
+
+    use rayon::prelude::*;
+
+    use dinah_core::DomainId;
+
+    use super::*;
+    use crate::domain::wait::Pace;
+    use crate::{Domain, DomainConfig};
+
+    /// Lengths that cover no task, the eager path and both phases.
+    const LENGTHS: [usize; 7] = [0, 1, 2, 7, 33, 100, if cfg!(miri) { 300 } else { 5_000 }];
+
+    fn pool(threads: usize) -> rayon::ThreadPool {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("a pool starts")
+    }
+
+    #[test]
+    fn every_item_is_visited_exactly_once() {
+        let spin = AdaptiveSpin::new(Duration::from_micros(20), Pace::Pure);
+        for threads in [1, 2, 3] {
+            let pool = pool(threads);
+            for helpers in 0..threads {
+                let crew = Crew {
+                    pool: &pool,
+                    helpers,
+                    spin: &spin,
+                };
+                for len in LENGTHS {
+                    let visits: Vec<AtomicU8> = (0..len).map(|_| AtomicU8::new(0)).collect();
+                    let ran = drive(&crew, (0..len).into_par_iter(), |index| {
+                        visits[index].fetch_add(1, Ordering::Relaxed);
+                    });
+                    assert_eq!(ran, len, "{helpers} helpers, {len} items");
+                    assert!(
+                        visits.iter().all(|v| v.load(Ordering::Relaxed) == 1),
+                        "{helpers} helpers, {len} items: an item ran twice or never"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn claims_split_the_front_in_order_and_shrink_to_single_items() {
+        let mut next = 0;
+        let mut sizes = Vec::new();
+        /// Claims every item of a range's producer, checking the order.
+        struct Collect<'a> {
+            claims_sizes: &'a mut Vec<usize>,
+            next: &'a mut usize,
+        }
+        impl ProducerCallback<usize> for Collect<'_> {
+            type Output = ();
+            fn callback<P: Producer<Item = usize>>(self, producer: P) {
+                let claims = Claims {
+                    front: Mutex::new(Front {
+                        rest: Some(producer),
+                        left: 1_000,
+                    }),
+                    participants: 2,
+                    max_claim: 100,
+                };
+                while let Some((piece, count)) = claims.claim() {
+                    let items: Vec<usize> = piece.into_iter().collect();
+                    assert_eq!(items.len(), count);
+                    for item in items {
+                        assert_eq!(item, *self.next, "claims come from the front");
+                        *self.next += 1;
+                    }
+                    self.claims_sizes.push(count);
+                }
+            }
+        }
+        (0..1_000_usize).into_par_iter().with_producer(Collect {
+            claims_sizes: &mut sizes,
+            next: &mut next,
+        });
+        assert_eq!(next, 1_000);
+        assert_eq!(sizes[0], 100, "capped at max_claim");
+        assert!(sizes.windows(2).all(|pair| pair[0] >= pair[1]), "{sizes:?}");
+        assert_eq!(sizes.last(), Some(&1), "the last claims are single tasks");
+    }
+
+    /// Starts a domain of `workers` workers.
+    fn domain(workers: usize) -> Domain {
+        let workers = NonZeroUsize::new(workers).expect("non-zero");
+        Domain::start(
+            DomainConfig::new(DomainId::MIN, workers, NonZeroUsize::MIN),
+            None,
+        )
+        .expect("the domain starts")
+    }
+
+    #[test]
+    fn batches_with_owned_results_return_every_result_in_order() {
+        // Owned results, so Miri's leak and double-free checks see every
+        // slot written once and dropped once.
+        for workers in [1, 2, 3] {
+            let domain = domain(workers);
+            for len in LENGTHS {
+                let tasks: Vec<_> = (0..len)
+                    .map(|i| {
+                        move || {
+                            if i % 5 == 3 {
+                                Err(i.to_string())
+                            } else {
+                                Ok(vec![i])
+                            }
+                        }
+                    })
+                    .collect();
+                let results = domain.run_batch(tasks).expect("admitted");
+                assert_eq!(results.len(), len);
+                assert_eq!(results.failed(), (0..len).filter(|i| i % 5 == 3).count());
+                for (i, result) in results.into_iter().enumerate() {
+                    match result {
+                        Ok(value) => assert_eq!(value, vec![i]),
+                        Err(failure) => assert_eq!(failure.error(), Some(&i.to_string())),
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_caller_counts_as_one_of_the_batchs_workers() {
+        let tasks_per_batch = if cfg!(miri) { 6 } else { 64 };
+        for workers in [1, 2, 3] {
+            let domain = domain(workers);
+            let caller = thread::current().id();
+            let active = AtomicUsize::new(0);
+            let most = AtomicUsize::new(0);
+            let threads: Mutex<Vec<ThreadId>> = Mutex::new(Vec::new());
+            let tasks: Vec<_> = (0..tasks_per_batch)
+                .map(|_| {
+                    || {
+                        let now = active.fetch_add(1, Ordering::SeqCst) + 1;
+                        most.fetch_max(now, Ordering::SeqCst);
+                        threads
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .push(thread::current().id());
+                        thread::sleep(Duration::from_micros(200));
+                        active.fetch_sub(1, Ordering::SeqCst);
+                        Ok::<_, ()>(())
+                    }
+                })
+                .collect();
+            let results = domain.run_batch(tasks).expect("admitted");
+            assert_eq!(results.failed(), 0);
+            let most = most.load(Ordering::SeqCst);
+            assert!(most <= workers, "{most} tasks at once on {workers} workers");
+            let threads = threads.into_inner().unwrap_or_else(PoisonError::into_inner);
+            assert!(
+                threads.contains(&caller),
+                "the caller ran none of its batch"
+            );
+            if workers == 1 {
+                assert!(threads.iter().all(|&id| id == caller));
+            }
+        }
+    }
+}
