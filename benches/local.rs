@@ -25,8 +25,11 @@ use rayon::prelude::*;
 use dinah_core::TaskQueue;
 use dinah_std::{Scheduler, ShutdownPolicy};
 
+#[path = "support/cpu_work.rs"]
+mod cpu_work;
 #[path = "support/pools.rs"]
 mod pools;
+use cpu_work::tasks;
 use pools::{domain, rayon_pool};
 
 /// Worker counts every parallel variant runs with.
@@ -36,39 +39,6 @@ const CPU_TASKS: usize = 256;
 /// The idle gap before each idle-latency sample: far longer than Rayon's
 /// workers spin before they sleep (a few dozen yields).
 const IDLE_GAP: Duration = Duration::from_millis(1);
-
-/// The CPU work: a dependent multiply-add-xorshift chain of `iterations`
-/// steps (about 1.4 ns each on the reference machine).
-fn mix(seed: u64, iterations: u64) -> u64 {
-    let mut x = seed | 1;
-    for _ in 0..iterations {
-        x = x
-            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-            .wrapping_add(0x632B_E59B_D9B4_E019);
-        x ^= x >> 29;
-    }
-    x
-}
-
-/// One task: `iterations` of [`mix`] (none: a no-op returning its index).
-fn task(index: u64, iterations: u64) -> impl FnOnce() -> Result<u64, ()> + Send {
-    move || {
-        let seed = black_box(index);
-        Ok(if iterations == 0 {
-            seed
-        } else {
-            mix(seed, black_box(iterations))
-        })
-    }
-}
-
-/// The task set: `count` tasks of `iterations` each, as plain closures (no
-/// boxing, so no variant pays an allocation per task).
-fn tasks(count: usize, iterations: u64) -> Vec<impl FnOnce() -> Result<u64, ()> + Send> {
-    (0..count as u64)
-        .map(|index| task(index, iterations))
-        .collect()
-}
 
 /// The same tasks in a scheduler queue (boxed only so a 10,000-slot queue
 /// does not sit on the stack).

@@ -14,10 +14,11 @@
 //!
 //! - **Alone first.** The caller runs tasks from the front in runs of 1,
 //!   2, 4, ... up to [`MAX_SOLO_RUN`] tasks (a run doubles while it took
-//!   less than [`PROBE_TIME`]), reading the clock after each run. As soon
-//!   as the time per task so far, times the tasks left, exceeds
-//!   [`HELP_WORTH`], helpers are called. A short batch never wakes a
-//!   worker; a heavy one loses about one task's time of parallelism. A
+//!   less than [`PROBE_TIME`]), reading the clock after each run. Once it
+//!   has run for at least [`PROBE_TIME`] and the time per task so far,
+//!   times the tasks left, exceeds [`HELP_WORTH`], helpers are called (see
+//!   [`helpers_worth_it`]). A short batch never wakes a worker; a heavy one
+//!   loses at most one task's time, or [`PROBE_TIME`], of parallelism. A
 //!   batch of at most [`EAGER_TASKS_PER_WORKER`] tasks per worker skips
 //!   this and calls its helpers at once.
 //! - **Then together.** Up to `workers - 1` helper jobs are spawned in the
@@ -65,7 +66,9 @@ const EAGER_TASKS_PER_WORKER: usize = 8;
 /// costs (tens of microseconds on small VMs).
 const HELP_WORTH: Duration = Duration::from_micros(50);
 
-/// A run of the caller alone doubles while it took less than this.
+/// A run of the caller alone doubles while it took less than this, and
+/// the caller decides whether to call helpers only once it has run alone
+/// for this long.
 const PROBE_TIME: Duration = Duration::from_micros(5);
 
 /// The most tasks the caller runs alone between two clock reads.
@@ -184,8 +187,9 @@ fn alone<P: Producer>(front: &mut Front<P>, op: &impl Fn(P::Item)) -> (usize, Op
             break;
         }
         let now = Instant::now();
-        let per_task = now.saturating_duration_since(started) / saturating_u32(done);
-        if per_task.saturating_mul(saturating_u32(front.left)) > HELP_WORTH {
+        if let Some(per_task) =
+            helpers_worth_it(now.saturating_duration_since(started), done, front.left)
+        {
             return (done, Some(per_task));
         }
         if now.saturating_duration_since(run_started) < PROBE_TIME {
@@ -194,6 +198,25 @@ fn alone<P: Producer>(front: &mut Front<P>, op: &impl Fn(P::Item)) -> (usize, Op
         run_started = now;
     }
     (done, None)
+}
+
+/// Whether helpers are worth calling after the caller alone ran `done`
+/// tasks in `elapsed`, with `left` still to run: the time per task
+/// measured, if the work left at that rate exceeds [`HELP_WORTH`].
+///
+/// Nothing is decided before the caller has run for [`PROBE_TIME`]: the
+/// first runs are a task or two, and their time is mostly the clock reads
+/// and the first touch of the results (on the development VM one no-op
+/// task "took" about 100 ns that way against 2 ns in a long run, which
+/// predicted a millisecond of work for a 20 µs batch of 10,000, called a
+/// helper for every such batch and made it wait for the helper's
+/// wake-up: 20-50 µs of a 20 µs batch).
+fn helpers_worth_it(elapsed: Duration, done: usize, left: usize) -> Option<Duration> {
+    if elapsed < PROBE_TIME || done == 0 {
+        return None;
+    }
+    let per_task = elapsed / saturating_u32(done);
+    (per_task.saturating_mul(saturating_u32(left)) > HELP_WORTH).then_some(per_task)
 }
 
 /// `n` as a divisor or factor of a duration.
@@ -320,6 +343,27 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn helpers_are_called_only_on_evidence_of_enough_work() {
+        let us = Duration::from_micros;
+        // One cheap task read through the clock: too little evidence,
+        // however many tasks are left.
+        assert_eq!(helpers_worth_it(Duration::from_nanos(100), 1, 9_999), None);
+        assert_eq!(helpers_worth_it(us(4), 1_000, 1_000_000), None);
+        // A long run of cheap tasks: the work left is under HELP_WORTH.
+        assert_eq!(helpers_worth_it(us(6), 2_000, 8_000), None);
+        // A heavy first task: called at once, with its time as the rate.
+        assert_eq!(helpers_worth_it(us(140), 1, 255), Some(us(140)));
+        // Cheap tasks but many of them left.
+        assert_eq!(
+            helpers_worth_it(us(6), 2_000, 1_000_000),
+            Some(Duration::from_nanos(3))
+        );
+        // Little left after heavy tasks.
+        assert_eq!(helpers_worth_it(us(100), 10, 4), None);
+        assert_eq!(helpers_worth_it(us(100), 0, 4), None);
     }
 
     #[test]
