@@ -29,7 +29,7 @@ use dinah_std::{Scheduler, ShutdownPolicy};
 mod cpu_work;
 #[path = "support/pools.rs"]
 mod pools;
-use cpu_work::tasks;
+use cpu_work::{check, tasks};
 use pools::{domain, rayon_pool};
 
 /// Worker counts every parallel variant runs with.
@@ -48,18 +48,6 @@ fn queued<F, const N: usize>(tasks: Vec<F>) -> Box<TaskQueue<F, N>> {
         assert!(queue.try_push(task).is_ok());
     }
     queue
-}
-
-/// The checked result of a run: every task succeeded, in order.
-fn check<E>(results: &[Result<u64, E>], count: usize, iterations: u64) {
-    assert_eq!(results.len(), count);
-    if iterations == 0 {
-        for (index, result) in results.iter().enumerate() {
-            assert!(matches!(result, Ok(value) if *value == index as u64));
-        }
-    } else {
-        assert!(results.iter().all(Result::is_ok));
-    }
 }
 
 /// The v0.1 `Scheduler::run_parallel`, re-implemented as published (v0.1

@@ -1,5 +1,6 @@
-//! The CPU workload the local benchmarks share: a dependent
-//! multiply-add-xorshift chain, so no variant can vectorise or skip it.
+//! The task sets the local benchmarks share, and the check of their
+//! results. The CPU work is a dependent multiply-add-xorshift chain, so no
+//! variant can vectorise or skip it.
 
 use std::hint::black_box;
 
@@ -35,4 +36,17 @@ pub(crate) fn tasks(count: usize, iterations: u64) -> Vec<impl FnOnce() -> Resul
     (0..count as u64)
         .map(|index| task(index, iterations))
         .collect()
+}
+
+/// Checks a run's results: one per task, every task succeeded, and no-op
+/// tasks returned their index in order.
+pub(crate) fn check<E>(results: &[Result<u64, E>], count: usize, iterations: u64) {
+    assert_eq!(results.len(), count);
+    if iterations == 0 {
+        for (index, result) in results.iter().enumerate() {
+            assert!(matches!(result, Ok(value) if *value == index as u64));
+        }
+    } else {
+        assert!(results.iter().all(Result::is_ok));
+    }
 }

@@ -362,18 +362,20 @@ fn miri(lane: &LaneRun) -> Result<()> {
     // of which Miri cannot execute.) Also the batch results, which free their
     // failures by hand (safe code, but Miri's leak check proves each one
     // is freed once).
-    lane.cargo([
-        nightly.as_str(),
-        "miri",
-        "test",
-        "--package",
-        "dinah-std",
-        "--lib",
-        "--",
-        "scheduler::",
-        "domain::batch_results::",
-    ])
-    .run()?;
+    // dinah-std's unit tests whose names start with one of `filters`.
+    let std_unit_tests = |filters: &[&str]| {
+        let fixed = [
+            nightly.as_str(),
+            "miri",
+            "test",
+            "--package",
+            "dinah-std",
+            "--lib",
+            "--",
+        ];
+        lane.cargo(fixed.iter().chain(filters))
+    };
+    std_unit_tests(&["scheduler::", "domain::batch_results::"]).run()?;
     // The other: the uninitialised result slots of domain batches, which
     // `batch_drive`'s unit tests fill through real domains, on the caller
     // and on Rayon workers. Rayon's deques use crossbeam-epoch, which
@@ -383,21 +385,12 @@ fn miri(lane: &LaneRun) -> Result<()> {
     // check; use-after-free, double drops and reads of unwritten slots
     // are still caught. (`batch_results`' own tests above keep the leak
     // check for the failures a batch frees by hand.)
-    lane.cargo([
-        nightly.as_str(),
-        "miri",
-        "test",
-        "--package",
-        "dinah-std",
-        "--lib",
-        "--",
-        "domain::batch_drive::",
-    ])
-    .env(
-        "MIRIFLAGS",
-        "-Zmiri-tree-borrows -Zmiri-permissive-provenance -Zmiri-ignore-leaks",
-    )
-    .run()
+    std_unit_tests(&["domain::batch_drive::"])
+        .env(
+            "MIRIFLAGS",
+            "-Zmiri-tree-borrows -Zmiri-permissive-provenance -Zmiri-ignore-leaks",
+        )
+        .run()
 }
 
 /// How long each fuzz target runs in CI (`DINAH_FUZZ_SECONDS` overrides).
