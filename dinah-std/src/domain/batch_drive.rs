@@ -29,9 +29,9 @@
 //!   participants finish together), and at most what runs in about
 //!   [`CLAIM_TIME`], so a participant the system preempts holds back
 //!   little. A claim splits the remaining Rayon producer at the claimed
-//!   length, which moves nothing.
-//!   The caller yields its core once after calling them (see
-//!   `together` for why).
+//!   length, which moves nothing. The caller takes its first claim before
+//!   it spawns the helpers, so it always runs part of the batch, and
+//!   yields its core once after calling them (see `together` for why).
 //! - **The end.** The caller spins (the domain's adaptive batch spin) until
 //!   its helpers have returned, then leaves the scope, which parks if one
 //!   is still running.
@@ -247,10 +247,16 @@ fn together<P: Producer>(
     };
     let ran = AtomicUsize::new(0);
     let returned = AtomicUsize::new(0);
-    let work = || {
+    // The caller claims first, before any helper exists, so it always runs
+    // part of its batch: otherwise helpers that start at once could claim
+    // a short batch whole while the caller yields.
+    let first = claims.claim();
+    let work = |first: Option<(P, usize)>| {
         let mut mine = 0;
-        while let Some((piece, count)) = claims.claim() {
+        let mut next = first.or_else(|| claims.claim());
+        while let Some((piece, count)) = next {
             mine += run(piece, count, op);
+            next = claims.claim();
         }
         ran.fetch_add(mine, Ordering::Relaxed);
     };
@@ -258,7 +264,7 @@ fn together<P: Producer>(
     crew.pool.in_place_scope(|scope| {
         for _ in 0..helpers {
             scope.spawn(|_| {
-                work();
+                work(None);
                 returned.fetch_add(1, Ordering::Release);
             });
         }
@@ -268,7 +274,7 @@ fn together<P: Producer>(
         // VM had their helper start 1-4 ms late). Yielding once lets it
         // run and the idle core take one of the two.
         thread::yield_now();
-        work();
+        work(first);
         crew.spin.spin(Duration::MAX, || {
             returned.load(Ordering::Acquire) == helpers
         });
