@@ -351,7 +351,12 @@ fn miri(lane: &LaneRun) -> Result<()> {
     // failure file under `cfg(miri)`, so nothing needs the file system or
     // the host clock, and runs are reproducible.
     let nightly = format!("+{}", crate::setup::NIGHTLY);
-    lane.cargo([nightly.as_str(), "miri", "test", "--package", "dinah-core"])
+    let target = miri_target_dir(&target_dir(), &project_root());
+    let miri_test = |args: &[&str]| {
+        lane.cargo([nightly.as_str(), "miri", "test"].iter().chain(args))
+            .env("CARGO_TARGET_DIR", &target)
+    };
+    miri_test(&["--package", "dinah-core"])
         .env("PROPTEST_CASES", MIRI_PROPTEST_CASES)
         .env("MIRIFLAGS", "-Zmiri-env-forward=PROPTEST_CASES")
         .run()?;
@@ -364,16 +369,12 @@ fn miri(lane: &LaneRun) -> Result<()> {
     // is freed once).
     // dinah-std's unit tests whose names start with one of `filters`.
     let std_unit_tests = |filters: &[&str]| {
-        let fixed = [
-            nightly.as_str(),
-            "miri",
-            "test",
-            "--package",
-            "dinah-std",
-            "--lib",
-            "--",
-        ];
-        lane.cargo(fixed.iter().chain(filters))
+        let args: Vec<&str> = ["--package", "dinah-std", "--lib", "--"]
+            .iter()
+            .chain(filters)
+            .copied()
+            .collect();
+        miri_test(&args)
     };
     std_unit_tests(&["scheduler::", "domain::batch_results::"]).run()?;
     // The other: the uninitialised result slots of domain batches, which
@@ -391,6 +392,22 @@ fn miri(lane: &LaneRun) -> Result<()> {
             "-Zmiri-tree-borrows -Zmiri-permissive-provenance -Zmiri-ignore-leaks",
         )
         .run()
+}
+
+/// Where the miri lane builds: a directory per checkout under `target`.
+///
+/// cargo-miri's test "binaries" are files recording how to run the test
+/// (the checkout's directory and environment at the time they were first
+/// built), and cargo does not rewrite them when only the checkout moved.
+/// Two clones sharing one target directory would otherwise run each
+/// other's tests, or fail once the other clone is gone.
+fn miri_target_dir(target: &Path, root: &Path) -> PathBuf {
+    let name: String = root
+        .to_string_lossy()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    target.join("miri-by-checkout").join(name.trim_matches('-'))
 }
 
 /// How long each fuzz target runs in CI (`DINAH_FUZZ_SECONDS` overrides).
@@ -487,5 +504,15 @@ mod tests {
         let listing = "loom::mpmc::race: test\nloom::trace::drain: test\n\n2 tests, 0 benchmarks\n";
         assert_eq!(listed_tests(listing), 2);
         assert_eq!(listed_tests("\n0 tests, 0 benchmarks\n"), 0);
+    }
+
+    #[test]
+    fn each_checkout_has_its_own_miri_target_dir() {
+        let target = Path::new("/cache/target");
+        let a = miri_target_dir(target, Path::new("/check/work/main"));
+        let b = miri_target_dir(target, Path::new("/tmp/ci-clone"));
+        assert_eq!(a, target.join("miri-by-checkout").join("check-work-main"));
+        assert_ne!(a, b);
+        assert_eq!(a, miri_target_dir(target, Path::new("/check/work/main")));
     }
 }
