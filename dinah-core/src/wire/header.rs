@@ -146,6 +146,81 @@ impl Header {
         })
     }
 
+    /// [`Header::new`] for a payload kept in one buffer: `payload` holds
+    /// the segments back to back and `lens` gives their lengths in order.
+    /// Checks exactly what [`Header::new`] checks, and that the lengths
+    /// add up to `payload`'s length; for writers that collect a value's
+    /// segments in one buffer (no slice per segment to build).
+    ///
+    /// # Errors
+    ///
+    /// As [`Header::new`], and [`ProtocolError::LengthMismatch`] if the
+    /// lengths do not add up to `payload.len()`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dinah_core::{ActionId, DomainId, ProtocolLimits, Rank, RequestId};
+    /// use dinah_core::wire::{Call, Header, Message};
+    ///
+    /// let call = Call {
+    ///     request: RequestId::MIN,
+    ///     action: ActionId::MIN,
+    ///     domain: DomainId::MIN,
+    ///     trace: None,
+    /// };
+    /// let limits = ProtocolLimits::DEFAULT;
+    /// let packed = Header::packed(Rank::ZERO, Message::Result { call }, [4, 5], b"leftright", &limits)?;
+    /// let split: [&[u8]; 2] = [b"left", b"right"];
+    /// assert_eq!(packed, Header::new(Rank::ZERO, Message::Result { call }, &split, &limits)?);
+    /// # Ok::<(), dinah_core::wire::ProtocolError>(())
+    /// ```
+    pub fn packed<L>(
+        origin: Rank,
+        message: Message,
+        lens: L,
+        payload: &[u8],
+        limits: &ProtocolLimits,
+    ) -> Result<Self, ProtocolError>
+    where
+        L: IntoIterator<Item = usize>,
+        L::IntoIter: ExactSizeIterator,
+    {
+        let lens = lens.into_iter();
+        let count = u16::try_from(lens.len()).unwrap_or(u16::MAX);
+        let total = payload.len() as u64;
+        let Ok(payload_len) = u32::try_from(total) else {
+            return Err(ProtocolError::FrameTooLarge {
+                len: frame_len_u64(count, total),
+                max: limits.max_frame_bytes,
+            });
+        };
+        let kind = message.kind();
+        check_shape(kind, count, payload_len, limits)?;
+        let mut sum: u64 = 0;
+        for (index, len) in (0..count).zip(lens) {
+            let len = u32::try_from(len).unwrap_or(u32::MAX);
+            check_segment_len(index, len, limits)?;
+            sum += u64::from(len);
+        }
+        if sum != total {
+            return Err(ProtocolError::LengthMismatch {
+                declared: payload_len,
+                sum,
+            });
+        }
+        if kind == MessageKind::Error {
+            // One segment (checked by the shape): the whole payload.
+            check_utf8(payload)?;
+        }
+        Ok(Self {
+            origin,
+            message,
+            segment_count: count,
+            payload_len,
+        })
+    }
+
     /// The header of a frame without payload (every cancel and goodbye;
     /// a request or result with no segments).
     ///

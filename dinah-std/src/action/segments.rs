@@ -1,5 +1,6 @@
 //! Building and reading the segments of an action's payload.
 
+use std::cell::RefCell;
 use std::fmt;
 
 use dinah_core::wire::Segments;
@@ -57,6 +58,21 @@ impl SegmentWriter {
         })
     }
 
+    /// The segments' bytes, back to back.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.data
+    }
+
+    /// The segments' lengths in order.
+    pub(crate) fn lens(&self) -> impl ExactSizeIterator<Item = usize> + '_ {
+        let mut start = 0;
+        self.ends.iter().map(move |&end| {
+            let len = end - start;
+            start = end;
+            len
+        })
+    }
+
     /// Forgets the segments, keeping the buffers' capacity.
     pub fn clear(&mut self) {
         self.data.clear();
@@ -74,20 +90,33 @@ impl SegmentWriter {
 const SCRATCH_KEEP_BYTES: usize = (1 << 20) + (64 << 10);
 
 thread_local! {
-    static SCRATCH: std::cell::Cell<Option<SegmentWriter>> = const { std::cell::Cell::new(None) };
+    static SCRATCH: RefCell<SegmentWriter> = const {
+        RefCell::new(SegmentWriter {
+            data: Vec::new(),
+            ends: Vec::new(),
+        })
+    };
 }
 
 /// Runs `f` with this thread's empty scratch writer, so encoding a value
 /// on a hot path reuses one buffer instead of allocating two per value.
-/// Nested use (an encoder calling this again) gets a fresh writer.
+/// The writer is borrowed where it lives (nothing moves in or out of the
+/// thread-local); nested use (an encoder calling this again) finds it
+/// borrowed and gets a fresh writer.
 pub(crate) fn with_scratch_writer<R>(f: impl FnOnce(&mut SegmentWriter) -> R) -> R {
-    let mut writer = SCRATCH.with(std::cell::Cell::take).unwrap_or_default();
-    let result = f(&mut writer);
-    if writer.data.capacity() <= SCRATCH_KEEP_BYTES {
-        writer.clear();
-        SCRATCH.with(|cell| cell.set(Some(writer)));
-    }
-    result
+    SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut writer) => {
+            // Cleared before use, so a panic in an earlier `f` leaves
+            // nothing behind.
+            writer.clear();
+            let result = f(&mut writer);
+            if writer.data.capacity() > SCRATCH_KEEP_BYTES {
+                *writer = SegmentWriter::default();
+            }
+            result
+        }
+        Err(_) => f(&mut SegmentWriter::default()),
+    })
 }
 
 impl fmt::Debug for SegmentWriter {
@@ -238,6 +267,18 @@ mod tests {
             });
             assert_eq!(outer.segments().collect::<Vec<_>>(), [b"outer".as_slice()]);
         });
+    }
+
+    #[test]
+    fn a_panic_while_encoding_leaves_the_writer_usable_and_empty() {
+        let panicked = std::panic::catch_unwind(|| {
+            with_scratch_writer(|writer| {
+                writer.push(b"half");
+                panic!("an encoder failed");
+            })
+        });
+        assert!(panicked.is_err());
+        with_scratch_writer(|writer| assert!(writer.is_empty()));
     }
 
     #[test]

@@ -11,8 +11,9 @@
 //! No user code runs under the lock, and wakers are woken after it is
 //! released.
 //!
-//! Every release of the lock publishes the table's earliest deadline in
-//! an atomic, so the owner's checks that run every round of progress
+//! Every change to the pending table publishes the table's earliest
+//! deadline in an atomic (on release of the lock, or at once when a new
+//! call is due before all others), so the owner's checks that run every round of progress
 //! (anything to expire? how long may the owner wait?) read one atomic
 //! instead of taking the lock. A call begun on another thread meanwhile
 //! is seen at the next round: the client that began it has woken the
@@ -150,8 +151,9 @@ impl Calls {
         }
     }
 
-    /// The lock, for reads and for changes that leave the pending table
-    /// (and so its earliest deadline) as it is: nothing to publish.
+    /// The lock, for reads and for changes that leave the pending table's
+    /// earliest deadline as it is (or publish it themselves, as
+    /// [`begin`](Self::begin) does): nothing published on release.
     fn lock_slots(&self) -> MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -172,7 +174,9 @@ impl Calls {
             limit: LimitField::MaxPendingCalls,
             side: Side::Local,
         };
-        let mut inner = self.lock();
+        // A new call changes the earliest deadline only if it is due
+        // before every waiting one: published below, not on release.
+        let mut inner = self.lock_slots();
         let Some(slot) = inner.free.pop() else {
             return Err(exhausted);
         };
@@ -183,6 +187,10 @@ impl Calls {
         {
             inner.free.push(slot);
             return Err(exhausted);
+        }
+        let due = deadline.as_nanos();
+        if due < self.earliest.load(Ordering::Relaxed) {
+            self.earliest.store(due, Ordering::Release);
         }
         let entry = &mut inner.slots[slot as usize];
         entry.info = Some(info);

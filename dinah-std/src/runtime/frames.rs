@@ -23,33 +23,26 @@ fn encode<S: AsRef<[u8]>>(header: &Header, segments: &[S]) -> Result<Vec<u8>, Pr
     Ok(frame)
 }
 
-/// Calls `f` with the writer's segments as a slice, on the stack for the
-/// common case of a few segments.
-fn with_segments<R>(writer: &SegmentWriter, f: impl FnOnce(&[&[u8]]) -> R) -> R {
-    const INLINE: usize = 8;
-    if writer.len() <= INLINE {
-        let mut inline: [&[u8]; INLINE] = [&[]; INLINE];
-        for (slot, segment) in inline.iter_mut().zip(writer.segments()) {
-            *slot = segment;
-        }
-        f(&inline[..writer.len()])
-    } else {
-        let segments: Vec<&[u8]> = writer.segments().collect();
-        f(&segments)
-    }
-}
-
-/// The frame of `message` from `origin` carrying `payload`.
+/// The frame of `message` from `origin` carrying `payload`: one buffer of
+/// exactly the frame's length, written in order (header, length table,
+/// the writer's bytes in one copy), nothing zeroed first.
 pub(crate) fn with_payload(
     origin: Rank,
     message: Message,
     payload: &SegmentWriter,
     limits: &ProtocolLimits,
 ) -> Result<Vec<u8>, ProtocolError> {
-    with_segments(payload, |segments| {
-        let header = Header::new(origin, message, segments, limits)?;
-        encode(&header, segments)
-    })
+    let bytes = payload.bytes();
+    let header = Header::packed(origin, message, payload.lens(), bytes, limits)?;
+    let mut frame = Vec::with_capacity(header.frame_len());
+    frame.extend_from_slice(&header.encode());
+    for len in payload.lens() {
+        // The header checked every length against the segment limit.
+        frame.extend_from_slice(&(len as u32).to_le_bytes());
+    }
+    frame.extend_from_slice(bytes);
+    debug_assert_eq!(frame.len(), header.frame_len());
+    Ok(frame)
 }
 
 /// A request frame.
@@ -132,6 +125,35 @@ mod tests {
         let len = encode_frame(&header, &segments, &mut reference).expect("encodes");
         assert_eq!(appended.len(), len);
         assert_eq!(appended, reference[..len]);
+    }
+
+    #[test]
+    fn payload_frames_match_the_core_encoder_byte_for_byte() {
+        let limits = ProtocolLimits::default();
+        let big = vec![0x5A_u8; 70_000];
+        let cases: [&[&[u8]]; 4] = [&[], &[b""], &[b"one"], &[b"head", &big, b"", b"tail"]];
+        for segments in cases {
+            let mut writer = SegmentWriter::new();
+            segments.iter().for_each(|segment| writer.push(segment));
+            let message = Message::Result { call: call() };
+            let frame = with_payload(Rank::ZERO, message, &writer, &limits).expect("encodes");
+            let header = Header::new(Rank::ZERO, message, segments, &limits).expect("valid");
+            let mut reference = vec![0; header.frame_len()];
+            let len = encode_frame(&header, segments, &mut reference).expect("encodes");
+            assert_eq!(frame, reference[..len]);
+        }
+    }
+
+    #[test]
+    fn payloads_beyond_the_limits_are_refused() {
+        let limits = ProtocolLimits::default();
+        let mut writer = SegmentWriter::new();
+        writer.push(&vec![0; limits.max_segment_bytes as usize + 1]);
+        let message = Message::Result { call: call() };
+        assert!(matches!(
+            with_payload(Rank::ZERO, message, &writer, &limits),
+            Err(ProtocolError::SegmentTooLarge { .. } | ProtocolError::FrameTooLarge { .. })
+        ));
     }
 
     #[test]

@@ -390,7 +390,18 @@ fn payload_shape_rules() {
 fn building_checks_what_the_receiver_will_check() {
     let limits = small_limits();
     let origin = rank(1);
-    let new = |message, segments: &[&[u8]]| Header::new(origin, message, segments, &limits);
+    // Every case is built both ways, from slices and packed, with the
+    // same outcome.
+    let new = |message, segments: &[&[u8]]| {
+        let split = Header::new(origin, message, segments, &limits);
+        let packed: Vec<u8> = segments.iter().flat_map(|s| s.iter().copied()).collect();
+        let lens = segments.iter().map(|s| s.len());
+        assert_eq!(
+            Header::packed(origin, message, lens, &packed, &limits),
+            split
+        );
+        split
+    };
     assert_eq!(
         new(Message::Cancel { call: call() }, &[b"x"]),
         Err(E::UnexpectedPayload {
@@ -438,6 +449,21 @@ fn building_checks_what_the_receiver_will_check() {
     );
     let ok = new(request(), &[b"", &big]).unwrap();
     assert_eq!((ok.segment_count(), ok.payload_len()), (2, 64));
+    // Packed lengths must cover the buffer exactly.
+    assert_eq!(
+        Header::packed(origin, request(), [1, 1], b"abc", &limits),
+        Err(E::LengthMismatch {
+            declared: 3,
+            sum: 2
+        })
+    );
+    assert_eq!(
+        Header::packed(origin, request(), [4], b"abc", &limits),
+        Err(E::LengthMismatch {
+            declared: 3,
+            sum: 4
+        })
+    );
 
     // More segments than a u16 can count saturate.
     let many: Vec<&[u8]> = std::vec![b"".as_slice(); usize::from(u16::MAX) + 2];
