@@ -48,9 +48,10 @@ impl Domain {
     /// task has finished. The calling thread runs tasks too and counts as
     /// one of the domain's workers, so no more than
     /// [`workers`](Self::workers) of the batch's tasks run at once; a batch
-    /// whose work is shorter than waking a worker runs on the caller alone. A task's error stays its own, a panicking task
-    /// becomes a [`TaskFailure`] with the panic's message (the others still
-    /// run), and the domain keeps working. Called from one of the domain's
+    /// whose work is shorter than waking a worker runs on the caller alone.
+    /// A task's error stays its own, a panicking task becomes a
+    /// [`TaskFailure`] with the panic's message (the others still run), and
+    /// the domain keeps working. Called from one of the domain's
     /// own workers, the batch runs inline on that worker's pool.
     ///
     /// # Errors
@@ -166,7 +167,6 @@ impl Domain {
         // Task `i` writes its result into slot `i` of the spare capacity.
         let slots = &mut results.spare_capacity_mut()[..count];
         let runner = Runner {
-            pool: self.pool(),
             crew: Crew {
                 pool: self.pool(),
                 helpers: shared.workers - 1,
@@ -203,7 +203,6 @@ impl Domain {
 /// Rayon worker, otherwise on the caller with the domain's workers helping
 /// (`batch_drive.rs`).
 struct Runner<'a> {
-    pool: &'a rayon::ThreadPool,
     crew: Crew<'a>,
 }
 
@@ -218,7 +217,7 @@ impl Runner<'_> {
             // On a worker (of this pool: runs inline; of another pool: that
             // worker keeps stealing while it waits). Never spin a worker.
             let len = items.len();
-            self.pool.install(|| items.for_each(op));
+            self.crew.pool.install(|| items.for_each(op));
             len
         } else {
             drive(&self.crew, items, op)
