@@ -18,11 +18,13 @@ macro_rules! numeric {
         impl WireValue for $ty {
             const SCHEMA_ID: u64 = schema_id(concat!("dinah.", $name));
 
+            #[inline]
             fn encode(&self, out: &mut SegmentWriter) -> Result<(), CodecError> {
                 out.push(&self.to_le_bytes());
                 Ok(())
             }
 
+            #[inline]
             fn decode(input: &mut SegmentReader<'_>) -> Result<Self, CodecError> {
                 Ok(<$ty>::from_le_bytes(input.next_array()?))
             }

@@ -23,6 +23,7 @@ impl SegmentWriter {
     }
 
     /// Appends one segment holding `bytes`.
+    #[inline]
     pub fn push(&mut self, bytes: &[u8]) {
         self.data.extend_from_slice(bytes);
         self.ends.push(self.data.len());
@@ -165,6 +166,7 @@ impl<'a> Iterator for Source<'a> {
 
 impl<'a> SegmentReader<'a> {
     /// A reader over the segments of a received frame.
+    #[inline]
     pub fn from_frame(segments: Segments<'a>) -> Self {
         Self {
             source: Source::Frame(segments),
@@ -185,6 +187,7 @@ impl<'a> SegmentReader<'a> {
     /// # Errors
     ///
     /// [`CodecError::MissingSegment`] if there is none.
+    #[inline]
     pub fn next_segment(&mut self) -> Result<&'a [u8], CodecError> {
         match self.source.next() {
             Some(segment) => {
@@ -200,6 +203,7 @@ impl<'a> SegmentReader<'a> {
     /// # Errors
     ///
     /// [`CodecError::MissingSegment`] or [`CodecError::SegmentLength`].
+    #[inline]
     pub fn next_array<const N: usize>(&mut self) -> Result<[u8; N], CodecError> {
         let index = self.taken;
         let segment = self.next_segment()?;
@@ -220,6 +224,7 @@ impl<'a> SegmentReader<'a> {
     /// # Errors
     ///
     /// [`CodecError::TrailingSegments`] if some are left.
+    #[inline]
     pub fn finish(mut self) -> Result<(), CodecError> {
         let extra = self.source.by_ref().count();
         if extra == 0 {
