@@ -98,6 +98,7 @@ impl CancelFlag {
     ///
     /// `false` means only "not yet, as far as this thread can see".
     #[must_use]
+    #[inline]
     pub fn is_requested(&self) -> bool {
         self.requested.load(Ordering::Acquire)
     }

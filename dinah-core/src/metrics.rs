@@ -65,6 +65,7 @@ pub struct RuntimeMetrics {
 ///
 /// A compare-exchange loop (a plain `fetch_add` would wrap). Once the
 /// counter is saturated it returns after one load.
+#[inline]
 fn saturating_add(counter: &AtomicU64, n: u64) {
     let mut current = counter.load(Ordering::Relaxed);
     loop {
@@ -114,64 +115,76 @@ impl RuntimeMetrics {
     }
 
     /// A task was accepted for execution.
+    #[inline]
     pub fn record_submitted(&self) {
         saturating_add(&self.submitted, 1);
     }
 
     /// A task started running.
+    #[inline]
     pub fn record_started(&self) {
         saturating_add(&self.started, 1);
     }
 
     /// A task returned successfully.
+    #[inline]
     pub fn record_completed(&self) {
         saturating_add(&self.completed, 1);
     }
 
     /// A task failed (returned an error or panicked).
+    #[inline]
     pub fn record_failed(&self) {
         saturating_add(&self.failed, 1);
     }
 
     /// Cancellation of a task was requested (whether or not it takes
     /// effect).
+    #[inline]
     pub fn record_cancellation_requested(&self) {
         saturating_add(&self.cancellation_requested, 1);
     }
 
     /// A task acknowledged cancellation and ended `Cancelled`.
+    #[inline]
     pub fn record_cancellation_acknowledged(&self) {
         saturating_add(&self.cancellation_acknowledged, 1);
     }
 
     /// A result arrived for a request nobody waits for any more (cancelled,
     /// timed out or dropped) and was discarded.
+    #[inline]
     pub fn record_late_result_discarded(&self) {
         saturating_add(&self.late_results_discarded, 1);
     }
 
     /// A duplicate request was recognised and not executed again.
+    #[inline]
     pub fn record_duplicate_suppressed(&self) {
         saturating_add(&self.duplicates_suppressed, 1);
     }
 
     /// A request's deadline passed before its result arrived.
+    #[inline]
     pub fn record_deadline_expiry(&self) {
         saturating_add(&self.deadline_expiries, 1);
     }
 
     /// An incoming message was rejected as malformed or not allowed by the
     /// protocol.
+    #[inline]
     pub fn record_protocol_rejection(&self) {
         saturating_add(&self.protocol_rejections, 1);
     }
 
     /// `n` bytes were handed to the transport.
+    #[inline]
     pub fn record_bytes_sent(&self, n: u64) {
         saturating_add(&self.bytes_sent, n);
     }
 
     /// `n` bytes were received from the transport.
+    #[inline]
     pub fn record_bytes_received(&self, n: u64) {
         saturating_add(&self.bytes_received, n);
     }

@@ -95,6 +95,7 @@ impl RequestIdAllocator {
     ///
     /// `IdError::Exhausted { kind: IdKind::Request }` once `u64::MAX` has
     /// been handed out; every later call fails the same way.
+    #[inline]
     pub fn allocate(&self) -> Result<RequestId, IdError> {
         let mut current = self.next.load(Ordering::Relaxed);
         loop {

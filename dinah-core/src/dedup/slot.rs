@@ -154,6 +154,7 @@ impl Book {
     /// The expiry of an entry finishing at `now`: `now + ttl`, but never
     /// before the previous entry's, so the ring stays sorted. `None` on
     /// overflow.
+    #[inline]
     pub(super) fn expiry_after(&self, now: Instant, ttl: Duration) -> Option<Instant> {
         now.checked_add(ttl)
             .map(|expiry| expiry.max(self.last_expiry))

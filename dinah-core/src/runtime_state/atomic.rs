@@ -78,6 +78,7 @@ impl AtomicRuntimeState {
 
     /// The current state (`Acquire`).
     #[must_use]
+    #[inline]
     pub fn load(&self) -> RuntimeState {
         RuntimeState::from_bits(self.bits.load(Ordering::Acquire))
     }
@@ -87,6 +88,7 @@ impl AtomicRuntimeState {
     /// A snapshot: see the type's "Memory ordering" section for the window
     /// between this check and an enqueue.
     #[must_use]
+    #[inline]
     pub fn accepts_work(&self) -> bool {
         self.load().accepts_work()
     }

@@ -175,6 +175,7 @@ impl Header {
     /// assert_eq!(packed, Header::new(Rank::ZERO, Message::Result { call }, &split, &limits)?);
     /// # Ok::<(), dinah_core::wire::ProtocolError>(())
     /// ```
+    #[inline]
     pub fn packed<L>(
         origin: Rank,
         message: Message,

@@ -147,6 +147,7 @@ enum Source<'a> {
 impl<'a> Iterator for Source<'a> {
     type Item = &'a [u8];
 
+    #[inline]
     fn next(&mut self) -> Option<&'a [u8]> {
         match self {
             Self::Frame(segments) => segments.next(),
