@@ -367,6 +367,7 @@ impl Header {
     /// # Errors
     ///
     /// As [`Header::decode`], without the length errors.
+    #[inline]
     pub fn decode_array(b: &[u8; HEADER_LEN], ctx: &DecodeContext) -> Result<Self, ProtocolError> {
         // Magic and version in one comparison; the slow path says which.
         if u64::from_le_bytes(get(b, at::MAGIC)) & PREFIX_MASK != PREFIX {
@@ -515,6 +516,7 @@ impl Fields {
 
 /// The kind-specific fields, checked in this order: request, action,
 /// domain, deadline, trace, error code, frames sent.
+#[inline(always)]
 fn decode_message(b: &[u8; HEADER_LEN], kind: MessageKind) -> Result<Message, ProtocolError> {
     let f = Fields::read(b, kind);
     match kind {
