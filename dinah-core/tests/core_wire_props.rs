@@ -313,6 +313,27 @@ proptest! {
     }
 
     #[test]
+    fn packed_headers_agree_with_headers_built_from_slices(
+        message in channel().prop_flat_map(message_on),
+        segments in vec(vec(any::<u8>(), 0..40), 0..6),
+        (max_segments, max_segment_bytes, max_frame_bytes, max_error_text_bytes)
+            in (0u16..8, 0u32..48, 60u32..400, 0u32..48),
+    ) {
+        // Tight limits, any kind and any bytes (error texts that are not
+        // UTF-8 included), so every refusal is reached as well.
+        let mut limits = ProtocolLimits::DEFAULT;
+        limits.max_segments = max_segments;
+        limits.max_segment_bytes = max_segment_bytes;
+        limits.max_frame_bytes = max_frame_bytes;
+        limits.max_error_text_bytes = max_error_text_bytes;
+        let origin = Rank::ZERO;
+        let split = Header::new(origin, message, &segments, &limits);
+        let packed: Vec<u8> = segments.concat();
+        let lens = segments.iter().map(Vec::len);
+        prop_assert_eq!(Header::packed(origin, message, lens, &packed, &limits), split);
+    }
+
+    #[test]
     fn every_single_byte_corruption_of_a_header_is_caught_or_canonical(
         (header, ctx) in header_in_context(),
         position in 0..HEADER_LEN,
