@@ -170,9 +170,10 @@ impl Header {
     ///     trace: None,
     /// };
     /// let limits = ProtocolLimits::DEFAULT;
-    /// let packed = Header::packed(Rank::ZERO, Message::Result { call }, [4, 5], b"leftright", &limits)?;
+    /// let message = Message::Result { call };
+    /// let packed = Header::packed(Rank::ZERO, message, [4, 5], b"leftright", &limits)?;
     /// let split: [&[u8]; 2] = [b"left", b"right"];
-    /// assert_eq!(packed, Header::new(Rank::ZERO, Message::Result { call }, &split, &limits)?);
+    /// assert_eq!(packed, Header::new(Rank::ZERO, message, &split, &limits)?);
     /// # Ok::<(), dinah_core::wire::ProtocolError>(())
     /// ```
     #[inline]
