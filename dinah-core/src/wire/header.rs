@@ -123,14 +123,8 @@ impl Header {
             .iter()
             .map(|segment| segment.as_ref().len() as u64)
             .sum();
-        let Ok(payload_len) = u32::try_from(total) else {
-            return Err(ProtocolError::FrameTooLarge {
-                len: frame_len_u64(count, total),
-                max: limits.max_frame_bytes,
-            });
-        };
         let kind = message.kind();
-        check_shape(kind, count, payload_len, limits)?;
+        let payload_len = shaped_payload_len(kind, count, total, limits)?;
         for (index, segment) in (0..count).zip(segments) {
             // Each fits: the total fitted a u32.
             check_segment_len(index, segment.as_ref().len() as u32, limits)?;
@@ -191,14 +185,8 @@ impl Header {
         let lens = lens.into_iter();
         let count = u16::try_from(lens.len()).unwrap_or(u16::MAX);
         let total = payload.len() as u64;
-        let Ok(payload_len) = u32::try_from(total) else {
-            return Err(ProtocolError::FrameTooLarge {
-                len: frame_len_u64(count, total),
-                max: limits.max_frame_bytes,
-            });
-        };
         let kind = message.kind();
-        check_shape(kind, count, payload_len, limits)?;
+        let payload_len = shaped_payload_len(kind, count, total, limits)?;
         let mut sum: u64 = 0;
         for (index, len) in (0..count).zip(lens) {
             let len = u32::try_from(len).unwrap_or(u32::MAX);
@@ -405,6 +393,26 @@ impl Header {
             payload_len,
         })
     }
+}
+
+/// The payload length of `count` segments of `total` bytes for a frame of
+/// `kind`, checked against the shape rules and `limits` (shared by both
+/// header constructors).
+#[inline]
+fn shaped_payload_len(
+    kind: MessageKind,
+    count: u16,
+    total: u64,
+    limits: &ProtocolLimits,
+) -> Result<u32, ProtocolError> {
+    let Ok(payload_len) = u32::try_from(total) else {
+        return Err(ProtocolError::FrameTooLarge {
+            len: frame_len_u64(count, total),
+            max: limits.max_frame_bytes,
+        });
+    };
+    check_shape(kind, count, payload_len, limits)?;
+    Ok(payload_len)
 }
 
 /// Bytes 0..6 (magic and version) of every header, as the low 48 bits of
