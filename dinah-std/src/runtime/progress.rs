@@ -188,38 +188,35 @@ impl Runtime {
             return;
         };
         let ctx = ctx.with_channel(channel);
-        let header = match decode_frame(&bytes, &ctx) {
-            Ok(frame) => {
-                let message = *frame.header().message();
-                if let Message::Error { call, code } = message {
-                    let text = frame.error_text().unwrap_or("");
-                    let counts = &mut receiver.counts;
-                    let late = shared.calls.complete(call.request, |info| {
-                        counts.failed();
-                        if info.peer != from || info.call.action != call.action {
-                            return CallOutcome::Failed(mismatch(from));
-                        }
-                        CallOutcome::Failed(RuntimeError::from_wire(
-                            code,
-                            text,
-                            call.action,
-                            call.domain,
-                            info.deadline_after,
-                        ))
-                    });
-                    if late.is_err() {
-                        receiver.counts.late_result_discarded();
-                    }
-                    return;
-                }
-                *frame.header()
-            }
+        let frame = match decode_frame(&bytes, &ctx) {
+            Ok(frame) => frame,
             Err(_) => {
                 receiver.counts.protocol_rejection();
                 return;
             }
         };
+        let header = *frame.header();
         match *header.message() {
+            Message::Error { call, code } => {
+                let text = frame.error_text().unwrap_or("");
+                let counts = &mut receiver.counts;
+                let late = shared.calls.complete(call.request, |info| {
+                    counts.failed();
+                    if info.peer != from || info.call.action != call.action {
+                        return CallOutcome::Failed(mismatch(from));
+                    }
+                    CallOutcome::Failed(RuntimeError::from_wire(
+                        code,
+                        text,
+                        call.action,
+                        call.domain,
+                        info.deadline_after,
+                    ))
+                });
+                if late.is_err() {
+                    receiver.counts.late_result_discarded();
+                }
+            }
             Message::Request { call, deadline } => {
                 let until = now
                     .checked_add(deadline.as_duration())
