@@ -34,7 +34,7 @@ use rayon::prelude::*;
 use dinah_core::{TaskFailure, TaskId, TaskQueue};
 
 use super::admission::{AdmissionGuard, any_cancelling};
-use super::batch_drive::{Crew, drive};
+use super::batch_drive::{Crew, HAND_OFF_WORTH, drive};
 use super::batch_results::{BatchFailure, BatchResults};
 use super::instrument::Instrumentation;
 use super::job::panicked;
@@ -171,6 +171,7 @@ impl Domain {
                 pool: self.pool(),
                 helpers: shared.workers - 1,
                 spin: &shared.spin_batches,
+                hand_off: HAND_OFF_WORTH,
             },
         };
         let written = match &shared.instrumentation {

@@ -35,10 +35,25 @@
 //! - **The end.** The caller spins (the domain's adaptive batch spin) until
 //!   its helpers have returned, then leaves the scope, which parks if one
 //!   is still running.
+//! - **Heavy batches are handed off.** When the work left is estimated at
+//!   [`HAND_OFF_WORTH`] or more, the caller stops after its runs alone: it
+//!   spawns one job per worker (`workers` of them), which claim the rest
+//!   as above, and parks in the scope until they return. The reason is
+//!   the pool's spare thread: a pool of `workers` threads with the caller
+//!   as one more participant has a thread with nothing to do, and Rayon
+//!   wakes it anyway (a sleeping worker that finds a job wakes the next
+//!   sleeper, in case the job spawns more). Woken, it searches for work
+//!   and yields about thirty times before it sleeps again; with every core
+//!   busy each yield waits a time slice, so it stays runnable for tens of
+//!   milliseconds and takes turns with the threads doing the work. On the
+//!   2-core development VM, batches of 256 tasks of 150 µs back to back
+//!   lost about 5% of their threads' time waiting for it (per-thread
+//!   `schedstat`). Handing off costs the caller's wake-up at the end, tens
+//!   of microseconds, which is why short batches keep the caller working.
 //!
 //! So a batch never runs more than `workers` of its tasks at once: the
-//! caller counts as one of them. (Batches called at once from several
-//! threads may together, each caller running its own.)
+//! caller counts as one of them until it hands off. (Batches called at
+//! once from several threads may together, each caller running its own.)
 //!
 //! # Memory ordering
 //!
@@ -80,6 +95,12 @@ const CLAIM_DIVISOR: usize = 4;
 /// A claim takes at most about this much work, as estimated.
 const CLAIM_TIME: Duration = Duration::from_micros(20);
 
+/// Batches whose work left is estimated at this or more are handed off to
+/// one job per worker while the caller parks (see the module docs): well
+/// above the caller's wake-up at the end, below the time the pool's spare
+/// thread would otherwise take from the workers.
+pub(super) const HAND_OFF_WORTH: Duration = Duration::from_millis(1);
+
 /// Who can run a batch: the pool its helpers run in, how many may help,
 /// and how the caller spins while the last ones finish.
 pub(super) struct Crew<'a> {
@@ -89,6 +110,9 @@ pub(super) struct Crew<'a> {
     pub(super) helpers: usize,
     /// The domain's adaptive spin for waits on batches.
     pub(super) spin: &'a AdaptiveSpin,
+    /// Estimated work left at which the caller hands the batch off
+    /// ([`HAND_OFF_WORTH`] outside tests).
+    pub(super) hand_off: Duration,
 }
 
 /// Calls `op` on every item of `items`, on the calling thread and the
@@ -136,6 +160,12 @@ where
         };
         if front.left == 0 {
             return done;
+        }
+        let heavy = per_task.is_some_and(|per_task| {
+            per_task.saturating_mul(saturating_u32(front.left)) >= crew.hand_off
+        });
+        if heavy {
+            return done + hand_off(crew, front, per_task, &op);
         }
         done + together(crew, front, per_task, &op)
     }
@@ -233,18 +263,7 @@ fn together<P: Producer>(
     op: &(impl Fn(P::Item) + Sync),
 ) -> usize {
     let participants = crew.helpers.min(front.left.saturating_sub(1)) + 1;
-    let max_claim = per_task
-        .and_then(|per_task| {
-            let nanos = per_task.as_nanos().max(1);
-            usize::try_from(CLAIM_TIME.as_nanos() / nanos).ok()
-        })
-        .unwrap_or(usize::MAX)
-        .max(1);
-    let claims = Claims {
-        front: Mutex::new(front),
-        participants,
-        max_claim,
-    };
+    let claims = Claims::new(front, participants, per_task);
     let ran = AtomicUsize::new(0);
     let returned = AtomicUsize::new(0);
     // The caller claims first, before any helper exists, so it always runs
@@ -282,6 +301,31 @@ fn together<P: Producer>(
     ran.into_inner()
 }
 
+/// Hands the tasks left in `front` to one job per worker and waits for
+/// them, parked; returns the tasks they ran.
+fn hand_off<P: Producer>(
+    crew: &Crew<'_>,
+    front: Front<P>,
+    per_task: Option<Duration>,
+    op: &(impl Fn(P::Item) + Sync),
+) -> usize {
+    let jobs = (crew.helpers + 1).min(front.left);
+    let claims = Claims::new(front, jobs, per_task);
+    let ran = AtomicUsize::new(0);
+    crew.pool.in_place_scope(|scope| {
+        for _ in 0..jobs {
+            scope.spawn(|_| {
+                let mut mine = 0;
+                while let Some((piece, count)) = claims.claim() {
+                    mine += run(piece, count, op);
+                }
+                ran.fetch_add(mine, Ordering::Relaxed);
+            });
+        }
+    });
+    ran.into_inner()
+}
+
 /// The claim state shared by the caller and its helpers.
 struct Claims<P> {
     front: Mutex<Front<P>>,
@@ -290,6 +334,24 @@ struct Claims<P> {
 }
 
 impl<P: Producer> Claims<P> {
+    /// Claims over `front` for `participants`, each claim at most about
+    /// [`CLAIM_TIME`] of work at `per_task` (unbounded without an
+    /// estimate).
+    fn new(front: Front<P>, participants: usize, per_task: Option<Duration>) -> Self {
+        let max_claim = per_task
+            .and_then(|per_task| {
+                let nanos = per_task.as_nanos().max(1);
+                usize::try_from(CLAIM_TIME.as_nanos() / nanos).ok()
+            })
+            .unwrap_or(usize::MAX)
+            .max(1);
+        Self {
+            front: Mutex::new(front),
+            participants,
+            max_claim,
+        }
+    }
+
     /// The next run of tasks and its length, or `None` when all are
     /// claimed.
     fn claim(&self) -> Option<(P, usize)> {
@@ -328,25 +390,78 @@ mod tests {
     #[test]
     fn every_item_is_visited_exactly_once() {
         let spin = AdaptiveSpin::new(Duration::from_micros(20), Pace::Pure);
-        for threads in [1, 2, 3] {
+        for (threads, hand_off) in [1, 2, 3]
+            .into_iter()
+            .flat_map(|threads| [Duration::MAX, Duration::ZERO].map(|hand_off| (threads, hand_off)))
+        {
             let pool = pool(threads);
             for helpers in 0..threads {
                 let crew = Crew {
                     pool: &pool,
                     helpers,
                     spin: &spin,
+                    hand_off,
                 };
                 for len in LENGTHS {
                     let visits: Vec<AtomicU8> = (0..len).map(|_| AtomicU8::new(0)).collect();
                     let ran = drive(&crew, (0..len).into_par_iter(), |index| {
                         visits[index].fetch_add(1, Ordering::Relaxed);
                     });
-                    assert_eq!(ran, len, "{helpers} helpers, {len} items");
+                    assert_eq!(ran, len, "{helpers} helpers, {len} items, {hand_off:?}");
                     assert!(
                         visits.iter().all(|v| v.load(Ordering::Relaxed) == 1),
-                        "{helpers} helpers, {len} items: an item ran twice or never"
+                        "{helpers} helpers, {len} items, {hand_off:?}: an item ran twice or never"
                     );
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn a_handed_off_batch_runs_on_one_job_per_worker_after_the_caller() {
+        // Tasks slow enough that the caller's first run decides at once,
+        // and a crew that hands off whatever helpers are called for.
+        let spin = AdaptiveSpin::new(Duration::from_micros(20), Pace::Pure);
+        // More than the eager path's tasks per worker, so the caller runs
+        // alone first.
+        let tasks = 30;
+        for threads in [1, 2, 3] {
+            let pool = pool(threads);
+            let crew = Crew {
+                pool: &pool,
+                helpers: threads - 1,
+                spin: &spin,
+                hand_off: Duration::ZERO,
+            };
+            let caller = thread::current().id();
+            let active = AtomicUsize::new(0);
+            let most = AtomicUsize::new(0);
+            let order: Mutex<Vec<(usize, ThreadId)>> = Mutex::new(Vec::new());
+            let ran = drive(&crew, (0..tasks).into_par_iter(), |index| {
+                let now = active.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(now, Ordering::SeqCst);
+                order
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push((index, thread::current().id()));
+                thread::sleep(Duration::from_micros(100));
+                active.fetch_sub(1, Ordering::SeqCst);
+            });
+            assert_eq!(ran, tasks);
+            let most = most.load(Ordering::SeqCst);
+            assert!(most <= threads, "{most} tasks at once on {threads} workers");
+            let order = order.into_inner().unwrap_or_else(PoisonError::into_inner);
+            let mut indices: Vec<usize> = order.iter().map(|&(index, _)| index).collect();
+            indices.sort_unstable();
+            assert_eq!(indices, (0..tasks).collect::<Vec<_>>(), "each task once");
+            // The caller ran the first task alone; with helpers allowed,
+            // everything after the hand-off ran on the pool.
+            assert_eq!(order[0], (0, caller));
+            if threads > 1 {
+                assert!(
+                    order[1..].iter().all(|&(_, id)| id != caller),
+                    "the caller kept working after it handed off"
+                );
             }
         }
     }

@@ -11,10 +11,16 @@
 //! spins keep failing, and is probed again now and then with the full
 //! budget to find out whether spinning pays again.
 //!
-//! Every wait first spins on the core for [`PURE_SPIN`] (three
-//! microseconds, measured by the clock: a spin hint costs about 30 ns on
-//! the AMD EPYC VMs this was tuned on, so a phase counted in hints had
-//! lasted 15 us there instead of the one intended). Then it either keeps
+//! Every wait first spins on the core for [`PURE_SPIN`] (one
+//! microsecond, measured by the clock: a spin hint costs about 30 ns on
+//! the AMD EPYC VMs this was first tuned on, so a phase counted in hints
+//! had lasted 15 us there instead of the one intended). It was three
+//! microseconds until 2026-12-02; on an Intel VM of the same size that
+//! made the idle submit-to-result 1.09-1.10x Rayon's in alternating
+//! processes, because a woken worker queued on the waiter's core waited
+//! out the spin, and one microsecond gave 0.98x with the hot case
+//! unchanged (0.60-0.65x; with no pure spin at all the hot case rose to
+//! 1.13-1.16x, each check then following a yield). Then it either keeps
 //! spinning ([`Pace::Pure`]) or yields the core between checks
 //! ([`Pace::Yielding`]). Waits for a single job yield: after an idle
 //! period the woken worker is often queued on the waiter's own core, and
@@ -36,7 +42,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 /// How long every wait spins on the core before its pace applies.
-const PURE_SPIN: Duration = Duration::from_micros(3);
+const PURE_SPIN: Duration = Duration::from_micros(1);
 /// `spin_loop` hints between two checks. A hint's cost varies tenfold
 /// between CPUs (about 30 ns each on the AMD EPYC VMs this was tuned on,
 /// a few ns on others), so spins are bounded by the clock, never by a
