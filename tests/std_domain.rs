@@ -526,6 +526,52 @@ fn batch_results_keep_fifo_order() {
     );
 }
 
+/// A batch heavy enough to be handed off to the workers (estimated well
+/// above a millisecond) keeps its order, its errors and its panics, and
+/// never runs more than `workers` tasks at once.
+#[test]
+fn a_heavy_batch_keeps_order_errors_and_panics() {
+    let domain = start(2, 4);
+    let active = AtomicUsize::new(0);
+    let most = AtomicUsize::new(0);
+    let tasks: Vec<_> = (0..40_usize)
+        .map(|index| {
+            let (active, most) = (&active, &most);
+            move || {
+                let now = active.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(now, Ordering::SeqCst);
+                thread::sleep(Duration::from_micros(100));
+                active.fetch_sub(1, Ordering::SeqCst);
+                match index {
+                    17 => panic!("task 17 panics"),
+                    23 => Err(index),
+                    _ => Ok(index),
+                }
+            }
+        })
+        .collect();
+    let results = domain.run_batch(tasks).unwrap();
+    assert_eq!(results.len(), 40);
+    assert_eq!(results.failed(), 2);
+    for (index, result) in results.into_iter().enumerate() {
+        match (index, result) {
+            (17, Err(failure)) => {
+                assert_eq!(failure.kind(), TaskFailureKind::Panicked);
+                assert_eq!(failure.panic_message(), Some("task 17 panics"));
+            }
+            (23, Err(failure)) => assert_eq!(failure.into_error(), Some(23)),
+            (_, Ok(value)) => assert_eq!(value, index),
+            (_, Err(failure)) => panic!("task {index} failed: {failure}"),
+        }
+    }
+    let most = most.load(Ordering::SeqCst);
+    assert!(most <= 2, "{most} tasks at once on 2 workers");
+    assert_eq!(domain.in_flight(), 0);
+    // The domain keeps working.
+    let again = domain.run_batch(vec![|| Ok::<_, ()>(5)]).unwrap();
+    assert_eq!(again.into_iter().next().map(Result::ok), Some(Some(5)));
+}
+
 /// Wakes a parked owner thread.
 struct Unpark(Thread);
 

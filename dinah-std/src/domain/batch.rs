@@ -3,7 +3,8 @@
 //! Called from outside the domain's pool, a batch runs on the calling
 //! thread, which counts as one of the domain's workers, and up to
 //! `workers - 1` of the domain's workers join it once the work left is
-//! worth waking them for (`batch_drive.rs` says how and why). Called from
+//! worth waking them for; a heavy batch is handed to all `workers` while
+//! the caller waits (`batch_drive.rs` says how and why). Called from
 //! a Rayon worker, it runs on the pool with Rayon's own splitting (inline
 //! on a worker of this pool; a worker of another pool keeps stealing in
 //! its own while it waits). Either way the per-task loop is Rayon's
@@ -48,7 +49,9 @@ impl Domain {
     /// task has finished. The calling thread runs tasks too and counts as
     /// one of the domain's workers, so no more than
     /// [`workers`](Self::workers) of the batch's tasks run at once; a batch
-    /// whose work is shorter than waking a worker runs on the caller alone.
+    /// whose work is shorter than waking a worker runs on the caller alone,
+    /// and one estimated at a millisecond or more is handed to all the
+    /// workers after the caller's first tasks while the caller waits.
     /// A task's error stays its own, a panicking task becomes a
     /// [`TaskFailure`] with the panic's message (the others still run), and
     /// the domain keeps working. Called from one of the domain's
