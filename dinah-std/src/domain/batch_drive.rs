@@ -271,13 +271,7 @@ fn together<P: Producer>(
     // a short batch whole while the caller yields.
     let first = claims.claim();
     let work = |first: Option<(P, usize)>| {
-        let mut mine = 0;
-        let mut next = first.or_else(|| claims.claim());
-        while let Some((piece, count)) = next {
-            mine += run(piece, count, op);
-            next = claims.claim();
-        }
-        ran.fetch_add(mine, Ordering::Relaxed);
+        ran.fetch_add(claims.run_all(first, op), Ordering::Relaxed);
     };
     let helpers = participants - 1;
     crew.pool.in_place_scope(|scope| {
@@ -315,11 +309,7 @@ fn hand_off<P: Producer>(
     crew.pool.in_place_scope(|scope| {
         for _ in 0..jobs {
             scope.spawn(|_| {
-                let mut mine = 0;
-                while let Some((piece, count)) = claims.claim() {
-                    mine += run(piece, count, op);
-                }
-                ran.fetch_add(mine, Ordering::Relaxed);
+                ran.fetch_add(claims.run_all(None, op), Ordering::Relaxed);
             });
         }
     });
@@ -350,6 +340,18 @@ impl<P: Producer> Claims<P> {
             participants,
             max_claim,
         }
+    }
+
+    /// Runs `first` (if any), then claims and runs runs of tasks until all
+    /// are claimed; returns how many this participant ran.
+    fn run_all(&self, first: Option<(P, usize)>, op: &impl Fn(P::Item)) -> usize {
+        let mut mine = 0;
+        let mut next = first.or_else(|| self.claim());
+        while let Some((piece, count)) = next {
+            mine += run(piece, count, op);
+            next = self.claim();
+        }
+        mine
     }
 
     /// The next run of tasks and its length, or `None` when all are
