@@ -11,6 +11,7 @@ mod completion;
 mod config;
 mod error;
 mod handle;
+mod helpers;
 mod instrument;
 mod job;
 mod shutdown;

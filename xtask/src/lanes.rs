@@ -379,14 +379,15 @@ fn miri(lane: &LaneRun) -> Result<()> {
     std_unit_tests(&["scheduler::", "domain::batch_results::"]).run()?;
     // The other: the uninitialised result slots of domain batches, which
     // `batch_drive`'s unit tests fill through real domains, on the caller
-    // and on Rayon workers. Rayon's deques use crossbeam-epoch, which
+    // and on Rayon workers, and the helper jobs that borrow the batch
+    // through an erased lifetime (`domain::helpers`). Rayon's deques use crossbeam-epoch, which
     // Stacked Borrows rejects and whose tagged pointers (integer casts)
     // hide its global garbage lists from Miri's leak check, so these run
     // under Tree Borrows with permissive provenance and without the leak
     // check; use-after-free, double drops and reads of unwritten slots
     // are still caught. (`batch_results`' own tests above keep the leak
     // check for the failures a batch frees by hand.)
-    std_unit_tests(&["domain::batch_drive::"])
+    std_unit_tests(&["domain::batch_drive::", "domain::helpers::"])
         .env(
             "MIRIFLAGS",
             "-Zmiri-tree-borrows -Zmiri-permissive-provenance -Zmiri-ignore-leaks",

@@ -22,9 +22,10 @@
 //! # Memory ordering
 //!
 //! Task `i` writes its result into slot `i` of the result vector's spare
-//! capacity; the results become visible to the caller through Rayon's
-//! scope (or `install`), which returns only after every job it ran has
-//! finished. The failure counter is `Relaxed` for the same reason.
+//! capacity; the results become visible to the caller when it joins the
+//! batch's helpers (`helpers.rs`), or through Rayon's `install` for a
+//! batch called from a worker, both of which return only after every job
+//! has finished. The failure counter is `Relaxed` for the same reason.
 
 use std::mem::MaybeUninit;
 use std::panic::{self, AssertUnwindSafe};

@@ -22,7 +22,8 @@
 //!   batch of at most [`EAGER_TASKS_PER_WORKER`] tasks per worker skips
 //!   this and calls its helpers at once.
 //! - **Then together.** Up to `workers - 1` helper jobs are spawned in the
-//!   domain's pool (a Rayon scope, so they may borrow the batch), and the
+//!   domain's pool (joined before the batch's frame ends, so they may
+//!   borrow the batch; `helpers.rs` says why not a Rayon scope), and the
 //!   caller and the helpers claim runs of tasks from the front under one
 //!   mutex: about `left / (CLAIM_DIVISOR * participants)` tasks a claim
 //!   (guided self-scheduling, so the last claims are single tasks and the
@@ -57,11 +58,11 @@
 //!
 //! # Memory ordering
 //!
-//! The claims hand producers between threads under the claim mutex. The
-//! `returned` counter (`Release` by a helper as it returns, `Acquire` while
-//! the caller spins) only ends the spin early; everything the helpers did
-//! is visible to the caller after the Rayon scope, which returns only after
-//! every job spawned in it has finished.
+//! The claims hand producers between threads under the claim mutex.
+//! Everything the helpers did is visible to the caller once it has joined
+//! them (`helpers.rs`: their count of running jobs is decremented with
+//! `Release` and read with `Acquire`), which the caller does before it
+//! returns, normally or unwinding.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
@@ -71,6 +72,7 @@ use std::time::{Duration, Instant};
 use rayon::iter::IndexedParallelIterator;
 use rayon::iter::plumbing::{Producer, ProducerCallback};
 
+use super::helpers::Helpers;
 use super::wait::AdaptiveSpin;
 
 /// Batches of at most this many tasks per worker call their helpers at once.
@@ -265,34 +267,23 @@ fn together<P: Producer>(
     let participants = crew.helpers.min(front.left.saturating_sub(1)) + 1;
     let claims = Claims::new(front, participants, per_task);
     let ran = AtomicUsize::new(0);
-    let returned = AtomicUsize::new(0);
     // The caller claims first, before any helper exists, so it always runs
     // part of its batch: otherwise helpers that start at once could claim
     // a short batch whole while the caller yields.
     let first = claims.claim();
-    let work = |first: Option<(P, usize)>| {
-        ran.fetch_add(claims.run_all(first, op), Ordering::Relaxed);
+    let help = || {
+        ran.fetch_add(claims.run_all(None, op), Ordering::Relaxed);
     };
-    let helpers = participants - 1;
-    crew.pool.in_place_scope(|scope| {
-        for _ in 0..helpers {
-            scope.spawn(|_| {
-                work(None);
-                returned.fetch_add(1, Ordering::Release);
-            });
-        }
-        // A woken thread is often queued on its waker's core, where the
-        // busy caller would hold it off for a time slice or until the
-        // load balancer moves it (6 of 40 CPU batches on the development
-        // VM had their helper start 1-4 ms late). Yielding once lets it
-        // run and the idle core take one of the two.
-        thread::yield_now();
-        work(first);
-        crew.spin.spin(Duration::MAX, || {
-            returned.load(Ordering::Acquire) == helpers
-        });
-    });
-    ran.into_inner()
+    let helpers = Helpers::spawn(crew.pool, participants - 1, &help);
+    // A woken thread is often queued on its waker's core, where the busy
+    // caller would hold it off for a time slice or until the load balancer
+    // moves it (6 of 40 CPU batches on the development VM had their helper
+    // start 1-4 ms late). Yielding once lets it run and the idle core take
+    // one of the two.
+    thread::yield_now();
+    ran.fetch_add(claims.run_all(first, op), Ordering::Relaxed);
+    helpers.join(Some(crew.spin));
+    ran.load(Ordering::Relaxed)
 }
 
 /// Hands the tasks left in `front` to one job per worker and waits for
@@ -306,14 +297,11 @@ fn hand_off<P: Producer>(
     let jobs = (crew.helpers + 1).min(front.left);
     let claims = Claims::new(front, jobs, per_task);
     let ran = AtomicUsize::new(0);
-    crew.pool.in_place_scope(|scope| {
-        for _ in 0..jobs {
-            scope.spawn(|_| {
-                ran.fetch_add(claims.run_all(None, op), Ordering::Relaxed);
-            });
-        }
-    });
-    ran.into_inner()
+    let help = || {
+        ran.fetch_add(claims.run_all(None, op), Ordering::Relaxed);
+    };
+    Helpers::spawn(crew.pool, jobs, &help).join(None);
+    ran.load(Ordering::Relaxed)
 }
 
 /// The claim state shared by the caller and its helpers.
