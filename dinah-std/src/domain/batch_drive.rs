@@ -364,18 +364,12 @@ mod tests {
     use dinah_core::DomainId;
 
     use super::*;
+    use crate::domain::tests::pool;
     use crate::domain::wait::Pace;
     use crate::{Domain, DomainConfig};
 
     /// Lengths that cover no task, the eager path and both phases.
     const LENGTHS: [usize; 7] = [0, 1, 2, 7, 33, 100, if cfg!(miri) { 300 } else { 5_000 }];
-
-    fn pool(threads: usize) -> rayon::ThreadPool {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .expect("a pool starts")
-    }
 
     #[test]
     fn every_item_is_visited_exactly_once() {

@@ -162,13 +162,7 @@ mod tests {
     use std::sync::atomic::AtomicBool;
 
     use super::*;
-
-    fn pool(threads: usize) -> rayon::ThreadPool {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .expect("a pool starts")
-    }
+    use crate::domain::tests::pool;
 
     #[test]
     fn every_helper_runs_once_and_its_writes_are_seen() {

@@ -9,6 +9,15 @@ use std::sync::{Condvar, Mutex};
 use std::thread;
 use std::time::Duration;
 
+/// A Rayon pool of `threads` threads, for tests of the pieces that run on
+/// a domain's pool without a domain.
+pub(super) fn pool(threads: usize) -> rayon::ThreadPool {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .expect("a pool starts")
+}
+
 /// A gate jobs wait at until the test opens it.
 #[derive(Default)]
 struct Gate {
