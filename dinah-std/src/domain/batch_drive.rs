@@ -39,7 +39,7 @@
 //! - **Heavy batches are handed off.** When the work left is estimated at
 //!   [`HAND_OFF_WORTH`] or more, the caller stops after its runs alone: it
 //!   spawns one job per worker (`workers` of them), which claim the rest
-//!   as above, and parks in the scope until they return. The reason is
+//!   as above, and parks until they return. The reason is
 //!   the pool's spare thread: a pool of `workers` threads with the caller
 //!   as one more participant has a thread with nothing to do, and Rayon
 //!   wakes it anyway (a sleeping worker that finds a job wakes the next
