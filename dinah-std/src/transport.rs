@@ -15,12 +15,17 @@
 //! network two queues; a reader stalled by a full action lane never holds
 //! up a cancel.
 //!
+//! Frames are plain `Vec<u8>` buffers; [`frame_buffers`] lets the
+//! runtime and the transports reuse the small ones on the thread that
+//! frees them instead of going through the allocator per frame.
+//!
 //! The runtime gives a transport what it needs through [`TransportHello`]
 //! (from the runtime builder): the hello template with the registry
 //! fingerprint and protocol limits, and the handle's sizes.
 
 mod error;
 mod event;
+pub mod frame_buffers;
 mod handle;
 pub mod memory;
 mod wakeup;

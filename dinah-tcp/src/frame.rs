@@ -8,6 +8,8 @@ use dinah_core::wire::{
     HEADER_LEN, Header, LENGTH_ENTRY_LEN, Message, ProtocolError, StreamDecoder, StreamEvent,
 };
 
+use dinah_std::transport::frame_buffers;
+
 use crate::error::TcpError;
 
 /// What the reader found in the stream.
@@ -120,7 +122,9 @@ impl FrameReader {
         }
         self.frame_len = header.frame_len();
         self.head_len = HEADER_LEN + usize::from(header.segment_count()) * LENGTH_ENTRY_LEN;
-        let mut frame = Vec::with_capacity(self.frame_len);
+        // A spare buffer of this thread when the frame is small (the
+        // runtime gives decoded frames back on this thread).
+        let mut frame = frame_buffers::take(self.frame_len);
         frame.extend_from_slice(&header.encode());
         self.current = frame;
         Ok(())

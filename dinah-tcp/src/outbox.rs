@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::io::{self, IoSlice};
 use std::net::TcpStream;
 
-use dinah_std::transport::TransportHandle;
+use dinah_std::transport::{TransportHandle, frame_buffers};
 
 use crate::socket;
 
@@ -129,6 +129,9 @@ impl Outbox {
                 if done.from_handle {
                     handle.complete_send(done.bytes.len(), true);
                 }
+                // Written: the buffer can carry the next frame read or
+                // encoded on this thread.
+                frame_buffers::give(done.bytes);
             }
         }
         // A zero-length frame is complete as soon as it is reached.
@@ -212,6 +215,37 @@ mod tests {
         let mut received = Vec::new();
         server.read_to_end(&mut received).unwrap();
         assert_eq!(received, expected);
+    }
+
+    #[test]
+    fn a_written_frame_gives_its_buffer_back_for_the_next_frame() {
+        // On a thread of its own, so no other test's buffers are there.
+        std::thread::spawn(|| {
+            let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+            let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+            let (mut server, _) = listener.accept().unwrap();
+            let handle = handle();
+            let mut frame = frame_buffers::take(100);
+            frame.extend_from_slice(&[9; 100]);
+            let buffer = frame.as_ptr();
+            let mut outbox = Outbox::default();
+            outbox.push(frame, false);
+            while !outbox.is_empty() {
+                outbox.flush(&client, &handle, 100).unwrap();
+            }
+            // An allocation of the same size in between would get the
+            // buffer had it gone back to the allocator.
+            let decoy: Vec<u8> = Vec::with_capacity(frame_buffers::MIN_CLASS_BYTES);
+            let next = frame_buffers::take(100);
+            assert_eq!(next.as_ptr(), buffer, "the written frame's buffer");
+            assert_ne!(decoy.as_ptr(), buffer);
+            drop(client);
+            let mut received = Vec::new();
+            server.read_to_end(&mut received).unwrap();
+            assert_eq!(received, [9; 100]);
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]

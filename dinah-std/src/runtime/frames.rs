@@ -9,12 +9,13 @@ use dinah_core::{LimitField, ProtocolLimits, Rank};
 use super::error::{RuntimeError, Side};
 use crate::action::SegmentWriter;
 
-/// Encodes `header` with `segments` into a new exactly-sized buffer.
+/// Encodes `header` with `segments` into a buffer from this thread's
+/// [`frame_buffers`](crate::transport::frame_buffers).
 fn encode<S: AsRef<[u8]>>(header: &Header, segments: &[S]) -> Result<Vec<u8>, ProtocolError> {
     // Only the head is zeroed before it is written; the payload is
     // appended. Zeroing a large frame first (and faulting in its pages
     // twice over) cost more than the copy itself.
-    let mut frame = Vec::with_capacity(header.frame_len());
+    let mut frame = crate::transport::frame_buffers::take(header.frame_len());
     frame.resize(header.head_len(), 0);
     encode_head(header, segments, &mut frame)?;
     for segment in segments {
@@ -23,9 +24,10 @@ fn encode<S: AsRef<[u8]>>(header: &Header, segments: &[S]) -> Result<Vec<u8>, Pr
     Ok(frame)
 }
 
-/// The frame of `message` from `origin` carrying `payload`: one buffer of
-/// exactly the frame's length, written in order (header, length table,
-/// the writer's bytes in one copy), nothing zeroed first.
+/// The frame of `message` from `origin` carrying `payload`: one buffer
+/// (from this thread's [`frame_buffers`](crate::transport::frame_buffers)) written
+/// in order (header, length table, the writer's bytes in one copy),
+/// nothing zeroed first.
 pub(crate) fn with_payload(
     origin: Rank,
     message: Message,
@@ -34,7 +36,7 @@ pub(crate) fn with_payload(
 ) -> Result<Vec<u8>, ProtocolError> {
     let bytes = payload.bytes();
     let header = Header::packed(origin, message, payload.lens(), bytes, limits)?;
-    let mut frame = Vec::with_capacity(header.frame_len());
+    let mut frame = crate::transport::frame_buffers::take(header.frame_len());
     frame.extend_from_slice(&header.encode());
     for len in payload.lens() {
         // The header checked every length against the segment limit.

@@ -349,7 +349,9 @@ impl Receiver {
                     self.served += 1;
                     let finished = shared.clock.now();
                     self.inline_clock = finished;
-                    drop(bytes);
+                    // Served: the buffer can carry the next frame encoded
+                    // on this thread (this response's, often).
+                    crate::transport::frame_buffers::give(bytes);
                     self.on_completion(shared, origin, call, slot, outcome, finished);
                 }
                 Some(None) => {
@@ -387,7 +389,7 @@ impl Receiver {
                     text: "action not registered".into(),
                 });
             };
-            serve(
+            let output = serve(
                 shared,
                 &*entry.handler,
                 &client,
@@ -395,7 +397,9 @@ impl Receiver {
                 &bytes,
                 started,
                 job,
-            )
+            );
+            crate::transport::frame_buffers::give(bytes);
+            output
         };
         let submitted = shared.completions.of(call.domain).and_then(|completions| {
             shared.domains.with(call.domain, |domain| {

@@ -7,7 +7,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use dinah_core::wire::{FrameRef, Message, ProtocolError};
+use dinah_core::wire::{FrameRef, Header, Message, ProtocolError};
 
 use super::calls::{CallOutcome, Ticket};
 use super::error::RuntimeError;
@@ -82,22 +82,29 @@ impl<T: WireValue> RemoteFuture<T> {
                 Err(_) => Err(RuntimeError::Cancelled),
             },
             CallOutcome::Frame { header, frame } => {
-                // Validated on arrival; only viewed again here.
-                let decoded =
-                    FrameRef::from_decoded(header, &frame).ok_or(RuntimeError::Protocol {
-                        peer: header.origin(),
-                        error: ProtocolError::Truncated {
-                            expected: header.frame_len(),
-                            actual: frame.len(),
-                        },
-                    })?;
-                debug_assert!(matches!(decoded.header().message(), Message::Result { .. }));
-                let mut input = SegmentReader::from_frame(decoded.segments());
-                let value = T::decode(&mut input).map_err(RuntimeError::Codec)?;
-                input.finish().map_err(RuntimeError::Codec)?;
-                Ok(value)
+                let output = Self::decode_frame(header, &frame);
+                // Decoded: the buffer can carry this thread's next frame.
+                crate::transport::frame_buffers::give(frame);
+                output
             }
         }
+    }
+
+    /// The output in a result frame.
+    fn decode_frame(header: Header, frame: &[u8]) -> Result<T, RuntimeError> {
+        // Validated on arrival; only viewed again here.
+        let decoded = FrameRef::from_decoded(header, frame).ok_or(RuntimeError::Protocol {
+            peer: header.origin(),
+            error: ProtocolError::Truncated {
+                expected: header.frame_len(),
+                actual: frame.len(),
+            },
+        })?;
+        debug_assert!(matches!(decoded.header().message(), Message::Result { .. }));
+        let mut input = SegmentReader::from_frame(decoded.segments());
+        let value = T::decode(&mut input).map_err(RuntimeError::Codec)?;
+        input.finish().map_err(RuntimeError::Codec)?;
+        Ok(value)
     }
 }
 

@@ -1,0 +1,256 @@
+//! Reusing the buffers of small frames on the thread that frees them.
+//!
+//! Every action moves two frames, the request and the response, and each
+//! is a heap buffer: encoded on one rank, handed to the transport, and
+//! freed once it is written out or decoded. The thread that frees a frame
+//! (a rank's owner thread, which reads and writes the sockets and serves
+//! inline handlers, or the thread polling the futures) is mostly one that
+//! encodes or receives the next frame. This module keeps, per thread, the
+//! buffers of freed small frames and hands them out again for the next
+//! frame made on that thread, so a steady stream of actions does not go
+//! through the allocator there. The runtime takes every frame it encodes
+//! from [`take`] and gives back every frame it has decoded; a transport
+//! may do the same with the frames it receives and writes (the TCP
+//! transport does).
+//!
+//! - **Size classes.** A buffer from [`take`] has a capacity of a power of
+//!   two from [`MIN_CLASS_BYTES`] to [`MAX_CLASS_BYTES`] (not the exact
+//!   frame length), so one freed frame can carry any later frame of its
+//!   class. Larger frames are allocated and freed as before.
+//! - **Bounded.** A thread keeps at most [`CLASS_KEEP_BUFFERS`] buffers
+//!   and [`CLASS_KEEP_BYTES`] of capacity per class (384 KiB over all six
+//!   classes, a buffer counting at most twice its class); [`give`] frees
+//!   what does not fit. Nothing grows past that, and the buffers go with
+//!   the thread when it exits.
+//! - **Any buffer.** [`give`] takes any `Vec<u8>`: one whose capacity is
+//!   not a class size serves the class below it, and one too small or too
+//!   large for every class is freed.
+//!
+//! No `unsafe`: a reused buffer is cleared and written from its start,
+//! like a fresh one. Nothing else runs while a thread's spares are
+//! borrowed, so the borrow is never re-entered.
+//!
+//! # Examples
+//!
+//! ```
+//! use dinah_std::transport::frame_buffers;
+//!
+//! let mut frame = frame_buffers::take(92);
+//! assert!(frame.is_empty() && frame.capacity() >= 92);
+//! frame.extend_from_slice(&[0; 92]);
+//! let buffer = frame.as_ptr();
+//! frame_buffers::give(frame);
+//! // The next frame of its class made on this thread reuses the buffer.
+//! let next = frame_buffers::take(100);
+//! assert_eq!(next.as_ptr(), buffer);
+//! ```
+
+use std::cell::RefCell;
+
+/// The smallest class: a frame header and a short payload fit.
+pub const MIN_CLASS_BYTES: usize = 1 << 7;
+
+/// The largest class; bigger frames bypass the pool.
+pub const MAX_CLASS_BYTES: usize = 1 << 12;
+
+/// The most capacity a thread keeps in one class.
+pub const CLASS_KEEP_BYTES: usize = 64 << 10;
+
+/// The most buffers a thread keeps in one class (enough for a few hundred
+/// small frames in flight).
+pub const CLASS_KEEP_BUFFERS: usize = 512;
+
+/// The number of classes.
+const CLASSES: usize =
+    (MAX_CLASS_BYTES.trailing_zeros() - MIN_CLASS_BYTES.trailing_zeros() + 1) as usize;
+
+/// One thread's spare buffers, by class.
+struct Spare {
+    classes: [Vec<Vec<u8>>; CLASSES],
+}
+
+impl Spare {
+    const fn new() -> Self {
+        Self {
+            classes: [const { Vec::new() }; CLASSES],
+        }
+    }
+}
+
+/// The most buffers a thread keeps in `class`.
+const fn class_keep(class: usize) -> usize {
+    let share = CLASS_KEEP_BYTES / (MIN_CLASS_BYTES << class);
+    if share < CLASS_KEEP_BUFFERS {
+        share
+    } else {
+        CLASS_KEEP_BUFFERS
+    }
+}
+
+thread_local! {
+    static SPARE: RefCell<Spare> = const { RefCell::new(Spare::new()) };
+}
+
+/// The class that holds frames of `len` bytes, if any.
+fn class_for_len(len: usize) -> Option<usize> {
+    if len > MAX_CLASS_BYTES {
+        return None;
+    }
+    let size = len.max(MIN_CLASS_BYTES).next_power_of_two();
+    Some((size.trailing_zeros() - MIN_CLASS_BYTES.trailing_zeros()) as usize)
+}
+
+/// The class a buffer of `capacity` bytes can serve (every frame of the
+/// class fits), if any.
+fn class_for_capacity(capacity: usize) -> Option<usize> {
+    if capacity < MIN_CLASS_BYTES {
+        return None;
+    }
+    let floor = capacity.min(MAX_CLASS_BYTES).ilog2();
+    Some((floor - MIN_CLASS_BYTES.trailing_zeros()) as usize)
+}
+
+/// An empty buffer for a frame of `len` bytes: a spare one of this
+/// thread if one is kept, else a new one of the class's capacity (or of
+/// exactly `len` bytes past the largest class).
+pub fn take(len: usize) -> Vec<u8> {
+    let Some(class) = class_for_len(len) else {
+        return Vec::with_capacity(len);
+    };
+    SPARE
+        .with_borrow_mut(|spare| spare.classes[class].pop())
+        .unwrap_or_else(|| Vec::with_capacity(MIN_CLASS_BYTES << class))
+}
+
+/// Takes back a frame's buffer that is no longer needed: kept for
+/// [`take`] on this thread if it is of a useful size and the bounds
+/// allow, freed otherwise.
+pub fn give(mut buffer: Vec<u8>) {
+    let Some(class) = class_for_capacity(buffer.capacity()) else {
+        return;
+    };
+    if buffer.capacity() > 2 * MAX_CLASS_BYTES {
+        // Too big to keep for small frames.
+        return;
+    }
+    buffer.clear();
+    SPARE.with_borrow_mut(|spare| {
+        let kept = &mut spare.classes[class];
+        if kept.len() < class_keep(class) {
+            kept.push(buffer);
+        }
+    });
+}
+
+/// This thread's spare buffers and their capacity in bytes.
+#[cfg(test)]
+fn kept() -> (usize, usize) {
+    SPARE.with(|spare| {
+        let spare = spare.borrow();
+        let buffers = spare.classes.iter().map(Vec::len).sum();
+        let bytes = spare.classes.iter().flatten().map(Vec::capacity).sum();
+        (buffers, bytes)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs `f` on a fresh thread, so each test starts with no spares.
+    fn on_fresh_thread(f: impl FnOnce() + Send + 'static) {
+        std::thread::spawn(f)
+            .join()
+            .expect("the test thread passes");
+    }
+
+    #[test]
+    fn a_freed_frame_buffer_is_reused_for_the_next_frame_of_its_class() {
+        on_fresh_thread(|| {
+            let mut frame = take(92);
+            assert_eq!(frame.capacity(), MIN_CLASS_BYTES);
+            frame.extend_from_slice(&[7; 92]);
+            let pointer = frame.as_ptr();
+            give(frame);
+            assert_eq!(kept(), (1, MIN_CLASS_BYTES));
+            let again = take(100);
+            assert_eq!(again.as_ptr(), pointer, "the same buffer");
+            assert!(again.is_empty(), "handed out cleared");
+            assert_eq!(kept(), (0, 0));
+            // A frame of another class does not take it.
+            give(again);
+            let bigger = take(300);
+            assert_eq!(bigger.capacity(), 512);
+            assert_eq!(kept(), (1, MIN_CLASS_BYTES));
+        });
+    }
+
+    #[test]
+    fn classes_cover_every_small_length_and_large_frames_bypass_the_pool() {
+        on_fresh_thread(|| {
+            for len in [0, 1, 127, 128, 129, 1000, 4095, 4096] {
+                let frame = take(len);
+                assert!(frame.capacity() >= len, "{len}");
+                assert!(frame.capacity().is_power_of_two(), "{len}");
+            }
+            let large = take(MAX_CLASS_BYTES + 1);
+            assert_eq!(large.capacity(), MAX_CLASS_BYTES + 1);
+            give(large);
+            assert_eq!(kept().0, 1, "kept in the largest class");
+            give(Vec::with_capacity(3 * MAX_CLASS_BYTES));
+            give(Vec::with_capacity(MIN_CLASS_BYTES - 1));
+            give(Vec::new());
+            assert_eq!(kept().0, 1, "too big, too small and empty are freed");
+        });
+    }
+
+    #[test]
+    fn a_foreign_buffer_serves_the_class_below_its_capacity() {
+        on_fresh_thread(|| {
+            let foreign = Vec::with_capacity(200);
+            let pointer = foreign.as_ptr();
+            give(foreign);
+            // 200 bytes of capacity serve the 128-byte class, never 256.
+            let other = take(150);
+            assert_ne!(other.as_ptr(), pointer);
+            assert_eq!(other.capacity(), 256);
+            let reused = take(128);
+            assert_eq!(reused.as_ptr(), pointer);
+            assert!(reused.capacity() >= 128);
+        });
+    }
+
+    #[test]
+    fn a_thread_keeps_no_more_than_its_bounds() {
+        on_fresh_thread(|| {
+            for class in 0..CLASSES {
+                for _ in 0..2 * CLASS_KEEP_BUFFERS {
+                    give(Vec::with_capacity(MIN_CLASS_BYTES << class));
+                }
+            }
+            let (buffers, bytes) = kept();
+            assert!(buffers <= CLASSES * CLASS_KEEP_BUFFERS, "{buffers} buffers");
+            assert!(bytes <= CLASSES * CLASS_KEEP_BYTES, "{bytes} bytes");
+            assert_eq!(class_keep(0), CLASS_KEEP_BUFFERS);
+            assert_eq!(class_keep(CLASSES - 1), CLASS_KEEP_BYTES / MAX_CLASS_BYTES);
+            // Every class kept its share.
+            for class in 0..CLASSES {
+                let size = MIN_CLASS_BYTES << class;
+                for _ in 0..class_keep(class) {
+                    assert_eq!(take(size).capacity(), size, "class {class}");
+                }
+            }
+            assert_eq!(kept(), (0, 0));
+        });
+        // Oversized buffers in the largest class stay within twice its
+        // share of bytes.
+        on_fresh_thread(|| {
+            for _ in 0..CLASS_KEEP_BUFFERS {
+                give(Vec::with_capacity(2 * MAX_CLASS_BYTES));
+            }
+            let (buffers, bytes) = kept();
+            assert_eq!(buffers, class_keep(CLASSES - 1));
+            assert!(bytes <= 2 * CLASS_KEEP_BYTES, "{bytes} bytes");
+        });
+    }
+}

@@ -1,0 +1,155 @@
+//! A steady stream of small inline actions allocates no frames: every
+//! frame is built in a buffer the thread freed earlier
+//! (`dinah_std::transport::frame_buffers`). Two ranks over the stepped
+//! in-memory network, driven from this one thread, so every allocation of
+//! both runtimes' hot paths happens here and is counted exactly.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use dinah::core::{ProtocolLimits, Rank, RuntimeLimits, WorldSize};
+use dinah::std::transport::memory::{FaultPlan, SimMode, SimNetwork};
+use dinah::std::{Action, CodecError, Runtime, SegmentReader, SegmentWriter, WireValue, schema_id};
+
+/// Counts the allocations of the thread that makes them.
+struct CountingAllocator;
+
+thread_local! {
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+// SAFETY: every call is forwarded to `System` unchanged; the counter is a
+// `const`-initialised thread-local `Cell`, which never allocates.
+unsafe impl GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let _ = ALLOCATIONS.try_with(|count| count.set(count.get() + 1));
+        // SAFETY: the caller's contract for `alloc` is passed on as is.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from `System` with this `layout`.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let _ = ALLOCATIONS.try_with(|count| count.set(count.get() + 1));
+        // SAFETY: as for `realloc` on `System`, which allocated `ptr`.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: CountingAllocator = CountingAllocator;
+
+fn allocations() -> u64 {
+    ALLOCATIONS.with(Cell::get)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Echo(u64);
+
+impl WireValue for Echo {
+    const SCHEMA_ID: u64 = schema_id("tests.allocations.Echo/1");
+    fn encode(&self, out: &mut SegmentWriter) -> Result<(), CodecError> {
+        self.0.encode(out)
+    }
+    fn decode(input: &mut SegmentReader<'_>) -> Result<Self, CodecError> {
+        u64::decode(input).map(Echo)
+    }
+}
+
+impl Action for Echo {
+    const ID: u128 = 0xa110_c001;
+    type Output = u64;
+}
+
+/// Two runtimes over one stepped network, `Echo` registered inline.
+fn pair(network: &SimNetwork, limits: RuntimeLimits) -> [Runtime; 2] {
+    let start = |rank: u32| {
+        let mut builder = Runtime::builder(1, ProtocolLimits::default(), limits).expect("limits");
+        builder
+            .register_inline::<Echo, _>(dinah::std::DEFAULT_DOMAIN, |Echo(n)| Ok(n))
+            .expect("registers");
+        builder.clock(Arc::new(network.clock()));
+        let hello = builder.hello().expect("a hello");
+        let world = network.world();
+        let (handle, driver) = network
+            .endpoint(world.rank(rank).expect("in the world"), hello.handle)
+            .expect("an endpoint");
+        builder.start(handle, driver).expect("starts")
+    };
+    [start(0), start(1)]
+}
+
+/// Runs `count` echoes from rank 0 to rank 1, `in_flight` at a time, and
+/// checks every answer.
+fn run(runtimes: &mut [Runtime; 2], network: &SimNetwork, in_flight: usize, count: u64) {
+    let client = runtimes[0].client();
+    let peer = Rank::new(1, network.world()).expect("rank 1");
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut waiting = VecDeque::with_capacity(in_flight);
+    let (mut issued, mut answered) = (0, 0);
+    while answered < count {
+        while waiting.len() < in_flight && issued < count {
+            waiting.push_back((issued, client.spawn_on(peer, Echo(issued))));
+            issued += 1;
+        }
+        for runtime in runtimes.iter_mut() {
+            runtime.progress();
+        }
+        network.step();
+        while let Some((sent, future)) = waiting.front_mut() {
+            let Poll::Ready(output) = Pin::new(future).poll(&mut cx) else {
+                break;
+            };
+            assert_eq!(output.expect("the echo answers"), *sent);
+            waiting.pop_front();
+            answered += 1;
+        }
+    }
+}
+
+#[test]
+fn steady_inline_actions_allocate_no_frames() {
+    let network = SimNetwork::with_mode(
+        WorldSize::new(2).expect("two ranks"),
+        7,
+        FaultPlan::new(),
+        SimMode::Stepped {
+            tick: Duration::from_micros(1),
+        },
+    )
+    .expect("a stepped network");
+    let limits = RuntimeLimits::default();
+    let mut runtimes = pair(&network, limits);
+    let in_flight = 64;
+    // Warm up past twice the dedup table, so it is full and every new
+    // request evicts the oldest finished entry (the steady state), and
+    // every buffer and table has its working size.
+    run(
+        &mut runtimes,
+        &network,
+        in_flight,
+        2 * u64::from(limits.max_dedup_entries),
+    );
+    let actions = 4_000;
+    let before = allocations();
+    run(&mut runtimes, &network, in_flight, actions);
+    let made = allocations() - before;
+    // Without reused frame buffers each action allocated its request and
+    // its response frame: 8,000 here.
+    assert!(
+        made * 100 < actions,
+        "{made} allocations for {actions} actions (both ranks)"
+    );
+    // A stepped network's time moves only when stepped, so a shutdown
+    // here would wait forever for its peer; the test ends instead.
+    std::mem::forget(runtimes);
+}
