@@ -1,8 +1,9 @@
 //! A steady stream of small inline actions allocates no frames: every
 //! frame is built in a buffer the thread freed earlier
-//! (`dinah_std::transport::frame_buffers`). Two ranks over the stepped
-//! in-memory network, driven from this one thread, so every allocation of
-//! both runtimes' hot paths happens here and is counted exactly.
+//! (`dinah_std::transport::frame_buffers`), and a shutdown frees the
+//! owner thread's spares. The first test drives two ranks over the
+//! stepped in-memory network from this one thread, so every allocation
+//! of both runtimes' hot paths happens here and is counted exactly.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -10,10 +11,12 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use dinah::core::{ProtocolLimits, Rank, RuntimeLimits, WorldSize};
+use dinah::std::transport::frame_buffers;
 use dinah::std::transport::memory::{FaultPlan, SimMode, SimNetwork};
 use dinah::std::{Action, CodecError, Runtime, SegmentReader, SegmentWriter, WireValue, schema_id};
 
@@ -152,4 +155,57 @@ fn steady_inline_actions_allocate_no_frames() {
     // A stepped network's time moves only when stepped, so a shutdown
     // here would wait forever for its peer; the test ends instead.
     std::mem::forget(runtimes);
+}
+
+#[test]
+fn a_shutdown_frees_the_owner_threads_spare_frame_buffers() {
+    let world = WorldSize::new(2).expect("two ranks");
+    let network =
+        SimNetwork::with_mode(world, 3, FaultPlan::new(), SimMode::Threaded).expect("a network");
+    let arrived = Arc::new(AtomicU32::new(0));
+    let ranks: Vec<_> = world
+        .ranks()
+        .map(|rank| {
+            let network = network.clone();
+            let arrived = Arc::clone(&arrived);
+            std::thread::spawn(move || {
+                let mut builder =
+                    Runtime::builder(1, ProtocolLimits::default(), RuntimeLimits::default())
+                        .expect("limits");
+                builder
+                    .register_inline::<Echo, _>(dinah::std::DEFAULT_DOMAIN, |Echo(n)| Ok(n))
+                    .expect("registers");
+                let hello = builder.hello().expect("a hello");
+                let (handle, driver) = network.endpoint(rank, hello.handle).expect("an endpoint");
+                let mut runtime = builder.start(handle, driver).expect("starts");
+                let client = runtime.client();
+                let peer = Rank::new(1 - rank.get(), world).expect("the other rank");
+                for i in 0..50 {
+                    let echoed = runtime.block_on(client.spawn_on(peer, Echo(i)));
+                    assert_eq!(echoed.expect("answers"), i);
+                }
+                // Keep serving until both ranks are done calling.
+                arrived.fetch_add(1, Ordering::SeqCst);
+                runtime.block_on(std::future::poll_fn(|_| {
+                    if arrived.load(Ordering::SeqCst) == world.get() {
+                        Poll::Ready(())
+                    } else {
+                        Poll::Pending
+                    }
+                }));
+                let before = frame_buffers::kept();
+                let report = runtime.shutdown(Duration::from_secs(10)).expect("clean");
+                assert!(report.is_clean(), "{report}");
+                (before, frame_buffers::kept())
+            })
+        })
+        .collect();
+    for rank in ranks {
+        let (before, after) = rank.join().expect("the rank's thread passes");
+        assert!(
+            before.buffers > 0,
+            "frames were recycled on the owner thread"
+        );
+        assert_eq!(after, frame_buffers::Kept::default());
+    }
 }

@@ -255,6 +255,9 @@ impl Runtime {
                     self.driver.close(wall_deadline);
                     self.shared.handle.close();
                     self.closed = true;
+                    // The owner thread's spare frame buffers go too (its
+                    // domain workers took theirs with them).
+                    crate::transport::frame_buffers::release();
                     let report = self.report(now);
                     let result = if report.is_clean() {
                         let _ = self

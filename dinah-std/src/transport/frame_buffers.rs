@@ -21,7 +21,8 @@
 //!   and [`CLASS_KEEP_BYTES`] of capacity per class (384 KiB over all six
 //!   classes, a buffer counting at most twice its class); [`give`] frees
 //!   what does not fit. Nothing grows past that, and the buffers go with
-//!   the thread when it exits.
+//!   the thread when it exits, or at [`release`] (a runtime's shutdown
+//!   releases those of its owner thread).
 //! - **Any buffer.** [`give`] takes any `Vec<u8>`: one whose capacity is
 //!   not a class size serves the class below it, and one too small or too
 //!   large for every class is freed.
@@ -142,15 +143,50 @@ pub fn give(mut buffer: Vec<u8>) {
     });
 }
 
-/// This thread's spare buffers and their capacity in bytes.
-#[cfg(test)]
-fn kept() -> (usize, usize) {
-    SPARE.with(|spare| {
-        let spare = spare.borrow();
-        let buffers = spare.classes.iter().map(Vec::len).sum();
-        let bytes = spare.classes.iter().flatten().map(Vec::capacity).sum();
-        (buffers, bytes)
+/// What a thread keeps: see [`kept`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Kept {
+    /// Spare buffers.
+    pub buffers: usize,
+    /// Their capacity in bytes.
+    pub bytes: usize,
+}
+
+/// The spare buffers this thread keeps right now.
+///
+/// # Examples
+///
+/// ```
+/// use dinah_std::transport::frame_buffers;
+///
+/// std::thread::spawn(|| {
+///     assert_eq!(frame_buffers::kept().buffers, 0);
+///     frame_buffers::give(Vec::with_capacity(512));
+///     assert_eq!(frame_buffers::kept().bytes, 512);
+///     frame_buffers::release();
+///     assert_eq!(frame_buffers::kept(), frame_buffers::Kept::default());
+/// })
+/// .join()
+/// .unwrap();
+/// ```
+pub fn kept() -> Kept {
+    SPARE.with_borrow(|spare| Kept {
+        buffers: spare.classes.iter().map(Vec::len).sum(),
+        bytes: spare.classes.iter().flatten().map(Vec::capacity).sum(),
     })
+}
+
+/// Frees every spare buffer of this thread (a runtime's shutdown does this
+/// on its owner thread).
+pub fn release() {
+    SPARE.with_borrow_mut(|spare| *spare = Spare::new());
+}
+
+/// [`kept`] as a pair, for the tests.
+#[cfg(test)]
+fn kept_pair() -> (usize, usize) {
+    let kept = kept();
+    (kept.buffers, kept.bytes)
 }
 
 #[cfg(test)]
@@ -172,16 +208,16 @@ mod tests {
             frame.extend_from_slice(&[7; 92]);
             let pointer = frame.as_ptr();
             give(frame);
-            assert_eq!(kept(), (1, MIN_CLASS_BYTES));
+            assert_eq!(kept_pair(), (1, MIN_CLASS_BYTES));
             let again = take(100);
             assert_eq!(again.as_ptr(), pointer, "the same buffer");
             assert!(again.is_empty(), "handed out cleared");
-            assert_eq!(kept(), (0, 0));
+            assert_eq!(kept_pair(), (0, 0));
             // A frame of another class does not take it.
             give(again);
             let bigger = take(300);
             assert_eq!(bigger.capacity(), 512);
-            assert_eq!(kept(), (1, MIN_CLASS_BYTES));
+            assert_eq!(kept_pair(), (1, MIN_CLASS_BYTES));
         });
     }
 
@@ -196,11 +232,11 @@ mod tests {
             let large = take(MAX_CLASS_BYTES + 1);
             assert_eq!(large.capacity(), MAX_CLASS_BYTES + 1);
             give(large);
-            assert_eq!(kept().0, 1, "kept in the largest class");
+            assert_eq!(kept_pair().0, 1, "kept in the largest class");
             give(Vec::with_capacity(3 * MAX_CLASS_BYTES));
             give(Vec::with_capacity(MIN_CLASS_BYTES - 1));
             give(Vec::new());
-            assert_eq!(kept().0, 1, "too big, too small and empty are freed");
+            assert_eq!(kept_pair().0, 1, "too big, too small and empty are freed");
         });
     }
 
@@ -228,7 +264,7 @@ mod tests {
                     give(Vec::with_capacity(MIN_CLASS_BYTES << class));
                 }
             }
-            let (buffers, bytes) = kept();
+            let (buffers, bytes) = kept_pair();
             assert!(buffers <= CLASSES * CLASS_KEEP_BUFFERS, "{buffers} buffers");
             assert!(bytes <= CLASSES * CLASS_KEEP_BYTES, "{bytes} bytes");
             assert_eq!(class_keep(0), CLASS_KEEP_BUFFERS);
@@ -240,7 +276,7 @@ mod tests {
                     assert_eq!(take(size).capacity(), size, "class {class}");
                 }
             }
-            assert_eq!(kept(), (0, 0));
+            assert_eq!(kept_pair(), (0, 0));
         });
         // Oversized buffers in the largest class stay within twice its
         // share of bytes.
@@ -248,7 +284,7 @@ mod tests {
             for _ in 0..CLASS_KEEP_BUFFERS {
                 give(Vec::with_capacity(2 * MAX_CLASS_BYTES));
             }
-            let (buffers, bytes) = kept();
+            let (buffers, bytes) = kept_pair();
             assert_eq!(buffers, class_keep(CLASSES - 1));
             assert!(bytes <= 2 * CLASS_KEEP_BYTES, "{bytes} bytes");
         });
