@@ -175,7 +175,7 @@ impl Receives {
                 let _ = queue.remove(index);
                 self.bytes -= bytes.capacity() as u64;
                 let frame = if BufferPool::is_batch(&bytes) {
-                    let frame = pool.copy(&bytes);
+                    let frame = BufferPool::copy(&bytes);
                     pool.give(bytes);
                     frame
                 } else {
@@ -191,7 +191,7 @@ impl Receives {
                 let Some(range) = entry.unbatch.next(&bytes) else {
                     break;
                 };
-                if deliver(from, pool.copy(&bytes[range])) {
+                if deliver(from, BufferPool::copy(&bytes[range])) {
                     counted += 1;
                 }
             }
