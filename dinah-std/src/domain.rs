@@ -27,7 +27,7 @@ use dinah_core::{CancelFlag, DomainId, Drainers, TaskId, TaskOutcome};
 
 use admission::{Admission, AdmissionGuard, Refusal};
 use handle::{JobCore, JobSlot};
-use job::{CompletionJob, HandleJob, QueuedJob};
+use job::{CompletionJob, HandleJob, QueuedJob, Work};
 use shutdown::Roster;
 use wait::{AdaptiveSpin, Pace};
 
@@ -52,7 +52,7 @@ pub(crate) struct DomainShared {
     pub(crate) admission: Admission,
     /// Admitted jobs not yet picked up, in admission order. Sized to the
     /// admission capacity, so a push after admission always fits.
-    pub(crate) queue: ArrayQueue<Box<dyn QueuedJob>>,
+    pub(crate) queue: ArrayQueue<Arc<dyn QueuedJob>>,
     /// Set by a [`ShutdownPolicy::CancelAll`] shutdown; every running job's
     /// context reports it.
     pub(crate) cancel_running: CancelFlag,
@@ -316,8 +316,8 @@ impl Domain {
         }
         let task = self.next_task();
         let slot = Arc::new(JobSlot::new(task));
-        self.enqueue(Box::new(HandleJob {
-            job,
+        self.enqueue(Arc::new(HandleJob {
+            job: Work::new(job),
             slot: Arc::clone(&slot),
         }));
         Ok(JobHandle::new(
@@ -360,18 +360,16 @@ impl Domain {
             return Err(TrySubmitError::CompletionsFull((key, job)));
         }
         let task = self.next_task();
-        let core = Arc::new(JobCore {
-            task,
-            cancel: CancelFlag::new(),
+        let job = Arc::new(CompletionJob {
+            core: JobCore {
+                task,
+                cancel: CancelFlag::new(),
+            },
+            work: Work::new((key, job, Arc::clone(completions))),
         });
-        self.enqueue(Box::new(CompletionJob {
-            key,
-            job,
-            core: Arc::clone(&core),
-            completions: Arc::clone(completions),
-        }));
+        self.enqueue(Arc::clone(&job) as Arc<dyn QueuedJob>);
         Ok(JobCanceller::new(
-            core,
+            job,
             self.shared.id,
             self.shared.instrumentation.clone(),
         ))
@@ -390,7 +388,7 @@ impl Domain {
     }
 
     /// Queues an admitted job and spawns the trampoline that will run it.
-    fn enqueue(&self, job: Box<dyn QueuedJob>) {
+    fn enqueue(&self, job: Arc<dyn QueuedJob>) {
         if self.shared.queue.push(job).is_err() {
             // The queue has one slot per admission; reaching this is a bug
             // in the admission accounting.

@@ -43,20 +43,12 @@ pub(crate) trait CancelTarget: Send + Sync {
 }
 
 /// The identity and cancellation flag of a job without a handle (a job
-/// whose outcome goes to a completion queue).
+/// whose outcome goes to a completion queue); it lives in the job itself,
+/// which is its canceller's target.
 #[derive(Debug)]
 pub(crate) struct JobCore {
     pub(crate) task: TaskId,
     pub(crate) cancel: CancelFlag,
-}
-
-impl CancelTarget for JobCore {
-    fn cancel_flag(&self) -> &CancelFlag {
-        &self.cancel
-    }
-    fn task_id(&self) -> TaskId {
-        self.task
-    }
 }
 
 /// Where a handle job's outcome lands.
@@ -193,6 +185,12 @@ impl JobCanceller {
     #[must_use]
     pub fn task_id(&self) -> TaskId {
         self.target.task_id()
+    }
+
+    /// How many references to the job's shared block exist (tests only).
+    #[cfg(test)]
+    pub(crate) fn holders(&self) -> usize {
+        Arc::strong_count(&self.target)
     }
 }
 

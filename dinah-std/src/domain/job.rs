@@ -5,7 +5,7 @@ use std::any::Any;
 use std::cell::Cell;
 use std::fmt;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use dinah_core::{
     CancelFlag, CancellationRequested, DomainId, TaskFailure, TaskFailureKind, TaskId, TaskOutcome,
@@ -13,7 +13,7 @@ use dinah_core::{
 
 use super::DomainShared;
 use super::completion::{Completion, CompletionQueue};
-use super::handle::{JobCore, JobSlot};
+use super::handle::{CancelTarget, JobCore, JobSlot};
 
 /// What a running job can ask about itself: its identity and whether it
 /// should stop.
@@ -131,13 +131,35 @@ impl fmt::Debug for JobContext<'_> {
 /// A type-erased admitted job waiting in the domain's queue.
 ///
 /// Exactly one of the two methods is called, exactly once: whoever pops
-/// the job from the queue owns it.
-pub(crate) trait QueuedJob: Send {
+/// the job from the queue owns it. The job is shared (`Arc`) because a
+/// completion job is also its own cancellation target: one allocation
+/// holds the work, the task ID and the cancellation flag.
+pub(crate) trait QueuedJob: Send + Sync {
     /// Runs the job (unless it is found cancelled) and delivers its
     /// outcome.
-    fn run(self: Box<Self>, domain: &DomainShared);
+    fn run(self: Arc<Self>, domain: &DomainShared);
     /// Delivers `Cancelled` without running user code (shutdown).
-    fn cancel(self: Box<Self>, domain: &DomainShared);
+    fn cancel(self: Arc<Self>, domain: &DomainShared);
+}
+
+/// The part of a queued job that is used up when it runs, taken exactly
+/// once by whoever popped the job (the lock is never contended: it only
+/// makes the one-time move out of a shared job safe).
+pub(crate) struct Work<W>(Mutex<Option<W>>);
+
+impl<W> Work<W> {
+    pub(crate) const fn new(work: W) -> Self {
+        Self(Mutex::new(Some(work)))
+    }
+
+    /// The work; panics on a second call (a queue accounting bug).
+    pub(crate) fn take(&self) -> W {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+            .expect("a queued job is popped, so taken, once")
+    }
 }
 
 /// The message kept from a panic payload: the `&str` or `String` that
@@ -208,7 +230,7 @@ where
 
 /// A job whose outcome goes to a [`JobHandle`].
 pub(crate) struct HandleJob<F, T, E> {
-    pub(crate) job: F,
+    pub(crate) job: Work<F>,
     pub(crate) slot: Arc<JobSlot<T, E>>,
 }
 
@@ -218,25 +240,49 @@ where
     T: Send,
     E: Send,
 {
-    fn run(self: Box<Self>, domain: &DomainShared) {
-        let Self { job, slot } = *self;
-        let outcome = execute(domain, slot.task, &slot.cancel, job);
-        slot.complete(outcome);
+    fn run(self: Arc<Self>, domain: &DomainShared) {
+        let job = self.job.take();
+        let outcome = execute(domain, self.slot.task, &self.slot.cancel, job);
+        self.slot.complete(outcome);
     }
 
-    fn cancel(self: Box<Self>, domain: &DomainShared) {
+    fn cancel(self: Arc<Self>, domain: &DomainShared) {
+        drop(self.job.take());
         domain.cancelled_by_shutdown(self.slot.task, Some(&self.slot.cancel));
         self.slot
             .complete(TaskOutcome::Failed(TaskFailure::cancelled()));
     }
 }
 
-/// A job whose outcome goes to a [`CompletionQueue`].
+/// A job whose outcome goes to a [`CompletionQueue`]: one allocation
+/// shared by the queue (then the worker) and the job's
+/// [`JobCanceller`](crate::JobCanceller), which cancels through `core`.
 pub(crate) struct CompletionJob<K, F, T, E> {
-    pub(crate) key: K,
-    pub(crate) job: F,
-    pub(crate) core: Arc<JobCore>,
-    pub(crate) completions: Arc<CompletionQueue<K, T, E>>,
+    pub(crate) core: JobCore,
+    /// The key, the job and the queue its outcome goes to. The worker
+    /// takes all three, so it can let go of the shared job before the
+    /// outcome is delivered: the owner, who allocated it, is then usually
+    /// the one who frees it, on its own thread.
+    pub(crate) work: Work<CompletionWork<K, F, T, E>>,
+}
+
+/// What a worker takes out of a [`CompletionJob`]: the key, the job and
+/// the queue its outcome goes to.
+pub(crate) type CompletionWork<K, F, T, E> = (K, F, Arc<CompletionQueue<K, T, E>>);
+
+impl<K, F, T, E> CancelTarget for CompletionJob<K, F, T, E>
+where
+    K: Send,
+    F: Send,
+    T: Send,
+    E: Send,
+{
+    fn cancel_flag(&self) -> &CancelFlag {
+        &self.core.cancel
+    }
+    fn task_id(&self) -> TaskId {
+        self.core.task
+    }
 }
 
 impl<K, F, T, E> QueuedJob for CompletionJob<K, F, T, E>
@@ -246,26 +292,23 @@ where
     T: Send,
     E: Send,
 {
-    fn run(self: Box<Self>, domain: &DomainShared) {
-        let Self {
-            key,
-            job,
-            core,
-            completions,
-        } = *self;
-        let outcome = execute(domain, core.task, &core.cancel, job);
-        completions.deliver(Completion {
-            key,
-            task: core.task,
-            outcome,
-        });
+    fn run(self: Arc<Self>, domain: &DomainShared) {
+        let (key, job, completions) = self.work.take();
+        let task = self.core.task;
+        let outcome = execute(domain, task, &self.core.cancel, job);
+        drop(self);
+        completions.deliver(Completion { key, task, outcome });
     }
 
-    fn cancel(self: Box<Self>, domain: &DomainShared) {
-        domain.cancelled_by_shutdown(self.core.task, Some(&self.core.cancel));
-        self.completions.deliver(Completion {
-            key: self.key,
-            task: self.core.task,
+    fn cancel(self: Arc<Self>, domain: &DomainShared) {
+        let (key, job, completions) = self.work.take();
+        drop(job);
+        let task = self.core.task;
+        domain.cancelled_by_shutdown(task, Some(&self.core.cancel));
+        drop(self);
+        completions.deliver(Completion {
+            key,
+            task,
             outcome: TaskOutcome::Failed(TaskFailure::cancelled()),
         });
     }

@@ -195,6 +195,44 @@ fn completion_queue_refusal_releases_the_admission() {
 }
 
 #[test]
+fn a_completion_job_lets_go_of_its_block_before_delivering() {
+    let domain = domain(1, 4);
+    let completions = Arc::new(CompletionQueue::<u32, u32, ()>::new(
+        NonZeroUsize::new(4).unwrap(),
+    ));
+    let captured = Arc::new(());
+    let cancellers: Vec<_> = (0..3_u32)
+        .map(|key| {
+            let captured = Arc::clone(&captured);
+            domain
+                .try_submit_to(&completions, key, move |ctx| {
+                    let _held = &captured;
+                    Ok(ctx.task_id().get().try_into().unwrap_or(u32::MAX))
+                })
+                .unwrap()
+        })
+        .collect();
+    let mut delivered = 0;
+    while delivered < cancellers.len() {
+        let Some(completion) = completions.pop() else {
+            thread::yield_now();
+            continue;
+        };
+        let canceller = &cancellers[completion.key as usize];
+        assert_eq!(completion.task, canceller.task_id());
+        // The worker dropped its reference (and the job's closure) before
+        // the outcome became visible: the canceller alone holds the block,
+        // so the owner frees it.
+        assert_eq!(canceller.holders(), 1);
+        delivered += 1;
+    }
+    assert_eq!(Arc::strong_count(&captured), 1, "every closure was dropped");
+    // A canceller of a finished job still answers from the shared block.
+    assert!(cancellers[0].cancel());
+    assert!(cancellers[0].is_cancellation_requested());
+}
+
+#[test]
 fn a_batch_from_a_worker_runs_inline() {
     let domain = Arc::new(domain(2, 2));
     let inner = Arc::clone(&domain);
