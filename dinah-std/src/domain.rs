@@ -9,6 +9,7 @@ mod batch_drive;
 mod batch_results;
 mod completion;
 mod config;
+mod drain_context;
 mod error;
 mod handle;
 mod helpers;
@@ -18,15 +19,18 @@ mod shutdown;
 mod wait;
 
 use std::fmt;
+use std::marker::PhantomData;
 use std::num::NonZeroU64;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use crossbeam_queue::ArrayQueue;
 use dinah_core::{CancelFlag, DomainId, Drainers, TaskId, TaskOutcome};
 
 use admission::{Admission, AdmissionGuard, Refusal};
+pub(crate) use drain_context::{Context, DrainContext};
 use handle::{JobCore, JobSlot};
+pub(crate) use job::CompletionSink;
 use job::{CompletionJob, HandleJob, QueuedJob, Work};
 use shutdown::Roster;
 use wait::{AdaptiveSpin, Pace};
@@ -66,6 +70,8 @@ pub(crate) struct DomainShared {
     /// The trampolines draining the queue: a job starts a new one while
     /// fewer than `workers` are active.
     trampolines: Drainers,
+    /// The context the domain's owner gave its jobs, if any.
+    drain_context: OnceLock<Box<dyn DrainContext>>,
 }
 
 impl DomainShared {
@@ -94,14 +100,24 @@ impl DomainShared {
     /// per job cost a Rayon spawn per job (a heap job, an injector slot,
     /// often a worker's wake-up).
     fn drain(&self) {
-        loop {
-            while let Some(job) = self.queue.pop() {
-                let _admission = AdmissionGuard(&self.admission);
-                job.run(self);
+        self.with_context(&mut |context| {
+            loop {
+                while let Some(job) = self.queue.pop() {
+                    let _admission = AdmissionGuard(&self.admission);
+                    job.run(self, context);
+                }
+                if !self.trampolines.leave(|| self.queue.is_empty()) {
+                    return;
+                }
             }
-            if !self.trampolines.leave(|| self.queue.is_empty()) {
-                return;
-            }
+        });
+    }
+
+    /// Runs `f` with the owner's context (see [`DrainContext`]).
+    pub(crate) fn with_context(&self, f: &mut dyn FnMut(Context<'_>)) {
+        match self.drain_context.get() {
+            Some(context) => context.enter(f),
+            None => f(None),
         }
     }
 
@@ -148,7 +164,13 @@ impl InlineRunner {
             return None;
         }
         let task = self.shared.next_task();
-        Some(job::execute(&self.shared, task, &CancelFlag::new(), job))
+        Some(job::execute(
+            &self.shared,
+            task,
+            &CancelFlag::new(),
+            None,
+            job,
+        ))
     }
 }
 
@@ -286,6 +308,7 @@ impl Domain {
             next_task: AtomicU64::new(1),
             shutdown_cancelled: AtomicUsize::new(0),
             trampolines: Drainers::new(pool.current_num_threads()),
+            drain_context: OnceLock::new(),
         });
         Ok(Self {
             shared,
@@ -352,27 +375,79 @@ impl Domain {
         T: Send + 'static,
         E: Send + 'static,
     {
+        let (key, job) = self.admit_to(completions, (key, job))?;
+        Ok(self.enqueue_to(
+            key,
+            move |context: &JobContext<'_>, _: &Arc<CompletionQueue<K, T, E>>| job(context),
+            Arc::clone(completions),
+        ))
+    }
+
+    /// As [`try_submit_to`](Self::try_submit_to), with the outcome
+    /// delivered through `sink` (which must push it into `completions`,
+    /// where the slot is reserved) and the job given the sink while it
+    /// runs.
+    pub(crate) fn try_submit_to_sink<K, F, S, T, E>(
+        &self,
+        completions: &CompletionQueue<K, T, E>,
+        sink: S,
+        key: K,
+        job: F,
+    ) -> Result<JobCanceller, TrySubmitError<(K, F)>>
+    where
+        K: Send + 'static,
+        F: FnOnce(&JobContext<'_>, &S) -> Result<T, E> + Send + 'static,
+        S: CompletionSink<K, T, E> + 'static,
+        T: Send + 'static,
+        E: Send + 'static,
+    {
+        let (key, job) = self.admit_to(completions, (key, job))?;
+        Ok(self.enqueue_to(key, job, sink))
+    }
+
+    /// Gives the domain's jobs their owner's context, once: later calls
+    /// are ignored (`false`).
+    pub(crate) fn set_drain_context(&self, context: Box<dyn DrainContext>) -> bool {
+        self.shared.drain_context.set(context).is_ok()
+    }
+
+    /// Admits one job and reserves its slot of `completions`, or hands
+    /// `item` back with the reason.
+    fn admit_to<K, T, E, P>(
+        &self,
+        completions: &CompletionQueue<K, T, E>,
+        item: P,
+    ) -> Result<P, TrySubmitError<P>> {
         if let Err(refusal) = self.shared.admission.try_admit() {
-            return Err(refusal.refuse((key, job)));
+            return Err(refusal.refuse(item));
         }
         if !completions.try_reserve() {
             self.shared.admission.release();
-            return Err(TrySubmitError::CompletionsFull((key, job)));
+            return Err(TrySubmitError::CompletionsFull(item));
         }
+        Ok(item)
+    }
+
+    /// Queues an admitted job whose outcome goes to `sink`.
+    fn enqueue_to<K, F, S, T, E>(&self, key: K, job: F, sink: S) -> JobCanceller
+    where
+        K: Send + 'static,
+        F: FnOnce(&JobContext<'_>, &S) -> Result<T, E> + Send + 'static,
+        S: CompletionSink<K, T, E> + 'static,
+        T: Send + 'static,
+        E: Send + 'static,
+    {
         let task = self.next_task();
         let job = Arc::new(CompletionJob {
             core: JobCore {
                 task,
                 cancel: CancelFlag::new(),
             },
-            work: Work::new((key, job, Arc::clone(completions))),
+            work: Work::new((key, job, sink)),
+            outcome: PhantomData,
         });
         self.enqueue(Arc::clone(&job) as Arc<dyn QueuedJob>);
-        Ok(JobCanceller::new(
-            job,
-            self.shared.id,
-            self.shared.instrumentation.clone(),
-        ))
+        JobCanceller::new(job, self.shared.id, self.shared.instrumentation.clone())
     }
 
     /// A runner of inline jobs on this domain (see [`InlineRunner`]).

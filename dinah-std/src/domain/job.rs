@@ -4,6 +4,7 @@
 use std::any::Any;
 use std::cell::Cell;
 use std::fmt;
+use std::marker::PhantomData;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -13,6 +14,7 @@ use dinah_core::{
 
 use super::DomainShared;
 use super::completion::{Completion, CompletionQueue};
+use super::drain_context::Context;
 use super::handle::{CancelTarget, JobCore, JobSlot};
 
 /// What a running job can ask about itself: its identity and whether it
@@ -63,6 +65,7 @@ pub struct JobContext<'a> {
     job_cancel: &'a CancelFlag,
     domain_cancel: &'a CancelFlag,
     acknowledged: Cell<bool>,
+    drain: Context<'a>,
 }
 
 impl JobContext<'_> {
@@ -105,6 +108,12 @@ impl JobContext<'_> {
         }
     }
 
+    /// The context the domain's owner gave its jobs (see
+    /// [`DrainContext`](super::DrainContext)), if any.
+    pub(crate) fn drain_context(&self) -> Context<'_> {
+        self.drain
+    }
+
     /// Acknowledges a pending cancellation request: returns `true` (and
     /// makes the job end `Cancelled` whatever it returns) if one was
     /// requested, `false` (changing nothing) otherwise.
@@ -137,9 +146,9 @@ impl fmt::Debug for JobContext<'_> {
 pub(crate) trait QueuedJob: Send + Sync {
     /// Runs the job (unless it is found cancelled) and delivers its
     /// outcome.
-    fn run(self: Arc<Self>, domain: &DomainShared);
+    fn run(self: Arc<Self>, domain: &DomainShared, context: Context<'_>);
     /// Delivers `Cancelled` without running user code (shutdown).
-    fn cancel(self: Arc<Self>, domain: &DomainShared);
+    fn cancel(self: Arc<Self>, domain: &DomainShared, context: Context<'_>);
 }
 
 /// The part of a queued job that is used up when it runs, taken exactly
@@ -190,6 +199,7 @@ pub(crate) fn execute<F, T, E>(
     domain: &DomainShared,
     task: TaskId,
     cancel: &CancelFlag,
+    drain: Context<'_>,
     job: F,
 ) -> TaskOutcome<T, E>
 where
@@ -216,6 +226,7 @@ where
         job_cancel: cancel,
         domain_cancel: &domain.cancel_running,
         acknowledged: Cell::new(false),
+        drain,
     };
     let outcome = match panic::catch_unwind(AssertUnwindSafe(|| job(&context))) {
         Ok(_) if context.acknowledged.get() => TaskOutcome::Failed(TaskFailure::cancelled()),
@@ -240,13 +251,13 @@ where
     T: Send,
     E: Send,
 {
-    fn run(self: Arc<Self>, domain: &DomainShared) {
+    fn run(self: Arc<Self>, domain: &DomainShared, context: Context<'_>) {
         let job = self.job.take();
-        let outcome = execute(domain, self.slot.task, &self.slot.cancel, job);
+        let outcome = execute(domain, self.slot.task, &self.slot.cancel, context, job);
         self.slot.complete(outcome);
     }
 
-    fn cancel(self: Arc<Self>, domain: &DomainShared) {
+    fn cancel(self: Arc<Self>, domain: &DomainShared, _: Context<'_>) {
         drop(self.job.take());
         domain.cancelled_by_shutdown(self.slot.task, Some(&self.slot.cancel));
         self.slot
@@ -254,28 +265,44 @@ where
     }
 }
 
-/// A job whose outcome goes to a [`CompletionQueue`]: one allocation
-/// shared by the queue (then the worker) and the job's
-/// [`JobCanceller`](crate::JobCanceller), which cancels through `core`.
-pub(crate) struct CompletionJob<K, F, T, E> {
-    pub(crate) core: JobCore,
-    /// The key, the job and the queue its outcome goes to. The worker
-    /// takes all three, so it can let go of the shared job before the
-    /// outcome is delivered: the owner, who allocated it, is then usually
-    /// the one who frees it, on its own thread.
-    pub(crate) work: Work<CompletionWork<K, F, T, E>>,
+/// Where a completion job's outcome goes: a [`CompletionQueue`], or
+/// something that reaches one. The job's closure borrows the sink while it
+/// runs, so a sink that must hold a counted reference anyway (the runtime's
+/// holds its client, which also finds the domain's completion queue)
+/// spares the job a second one: every counted reference a job carries is
+/// taken on the owner's core and let go on a worker's, one cache-line
+/// transfer each way.
+pub(crate) trait CompletionSink<K, T, E>: Send {
+    /// Pushes `completion` into the slot reserved for it and wakes the
+    /// queue's owner; `context` is the domain's (see
+    /// [`DrainContext`](super::DrainContext)).
+    fn deliver(&self, completion: Completion<K, T, E>, context: Context<'_>);
 }
 
-/// What a worker takes out of a [`CompletionJob`]: the key, the job and
-/// the queue its outcome goes to.
-pub(crate) type CompletionWork<K, F, T, E> = (K, F, Arc<CompletionQueue<K, T, E>>);
+impl<K: Send, T: Send, E: Send> CompletionSink<K, T, E> for Arc<CompletionQueue<K, T, E>> {
+    fn deliver(&self, completion: Completion<K, T, E>, _: Context<'_>) {
+        CompletionQueue::deliver(self, completion);
+    }
+}
 
-impl<K, F, T, E> CancelTarget for CompletionJob<K, F, T, E>
+/// A job whose outcome goes to a [`CompletionSink`]: one allocation
+/// shared by the queue (then the worker) and the job's
+/// [`JobCanceller`](crate::JobCanceller), which cancels through `core`.
+pub(crate) struct CompletionJob<K, F, S, T, E> {
+    pub(crate) core: JobCore,
+    /// The key, the job and the sink of its outcome. The worker takes all
+    /// three, so it can let go of the shared job before the outcome is
+    /// delivered: the owner, who allocated it, is then usually the one who
+    /// frees it, on its own thread.
+    pub(crate) work: Work<(K, F, S)>,
+    pub(crate) outcome: PhantomData<fn() -> (T, E)>,
+}
+
+impl<K, F, S, T, E> CancelTarget for CompletionJob<K, F, S, T, E>
 where
     K: Send,
     F: Send,
-    T: Send,
-    E: Send,
+    S: Send,
 {
     fn cancel_flag(&self) -> &CancelFlag {
         &self.core.cancel
@@ -285,32 +312,36 @@ where
     }
 }
 
-impl<K, F, T, E> QueuedJob for CompletionJob<K, F, T, E>
+impl<K, F, S, T, E> QueuedJob for CompletionJob<K, F, S, T, E>
 where
     K: Send,
-    F: FnOnce(&JobContext<'_>) -> Result<T, E> + Send,
-    T: Send,
-    E: Send,
+    F: FnOnce(&JobContext<'_>, &S) -> Result<T, E> + Send,
+    S: CompletionSink<K, T, E>,
 {
-    fn run(self: Arc<Self>, domain: &DomainShared) {
-        let (key, job, completions) = self.work.take();
+    fn run(self: Arc<Self>, domain: &DomainShared, context: Context<'_>) {
+        let (key, job, sink) = self.work.take();
         let task = self.core.task;
-        let outcome = execute(domain, task, &self.core.cancel, job);
+        let outcome = execute(domain, task, &self.core.cancel, context, |job_context| {
+            job(job_context, &sink)
+        });
         drop(self);
-        completions.deliver(Completion { key, task, outcome });
+        sink.deliver(Completion { key, task, outcome }, context);
     }
 
-    fn cancel(self: Arc<Self>, domain: &DomainShared) {
-        let (key, job, completions) = self.work.take();
+    fn cancel(self: Arc<Self>, domain: &DomainShared, context: Context<'_>) {
+        let (key, job, sink) = self.work.take();
         drop(job);
         let task = self.core.task;
         domain.cancelled_by_shutdown(task, Some(&self.core.cancel));
         drop(self);
-        completions.deliver(Completion {
-            key,
-            task,
-            outcome: TaskOutcome::Failed(TaskFailure::cancelled()),
-        });
+        sink.deliver(
+            Completion {
+                key,
+                task,
+                outcome: TaskOutcome::Failed(TaskFailure::cancelled()),
+            },
+            context,
+        );
     }
 }
 
@@ -352,6 +383,7 @@ mod tests {
             job_cancel: &job,
             domain_cancel: &domain,
             acknowledged: Cell::new(false),
+            drain: None,
         };
         assert_eq!(context.check(), Ok(()));
         assert!(!context.acknowledged.get());

@@ -131,11 +131,13 @@ impl DomainShared {
     /// completion path; returns how many.
     pub(crate) fn cancel_queued(&self) -> usize {
         let mut cancelled = 0;
-        while let Some(job) = self.queue.pop() {
-            let _admission = AdmissionGuard(&self.admission);
-            job.cancel(self);
-            cancelled += 1;
-        }
+        self.with_context(&mut |context| {
+            while let Some(job) = self.queue.pop() {
+                let _admission = AdmissionGuard(&self.admission);
+                job.cancel(self, context);
+                cancelled += 1;
+            }
+        });
         // (`job.cancel` counted each one in `shutdown_cancelled`.)
         cancelled
     }

@@ -232,6 +232,71 @@ fn a_completion_job_lets_go_of_its_block_before_delivering() {
     assert!(cancellers[0].is_cancellation_requested());
 }
 
+/// A context held weakly, as the runtime holds its own.
+struct Weakly(std::sync::Weak<u32>);
+
+impl DrainContext for Weakly {
+    fn enter(&self, drain: &mut dyn FnMut(Context<'_>)) {
+        match self.0.upgrade() {
+            Some(value) => drain(Some(&*value)),
+            None => drain(None),
+        }
+    }
+}
+
+/// A sink that forwards to a queue and records the context it was given.
+struct Recording {
+    queue: Arc<CompletionQueue<u32, Option<u32>, ()>>,
+    seen: Arc<Mutex<Vec<Option<u32>>>>,
+}
+
+impl CompletionSink<u32, Option<u32>, ()> for Recording {
+    fn deliver(&self, completion: Completion<u32, Option<u32>, ()>, context: Context<'_>) {
+        let value = context.and_then(|c| c.downcast_ref::<u32>()).copied();
+        self.seen.lock().unwrap().push(value);
+        CompletionQueue::deliver(&self.queue, completion);
+    }
+}
+
+#[test]
+fn jobs_and_sinks_see_the_domains_context_while_its_owner_lives() {
+    let domain = domain(1, 2);
+    let owner = Arc::new(41_u32);
+    assert!(domain.set_drain_context(Box::new(Weakly(Arc::downgrade(&owner)))));
+    assert!(
+        !domain.set_drain_context(Box::new(Weakly(Arc::downgrade(&owner)))),
+        "a domain's context is set once"
+    );
+    let queue = Arc::new(CompletionQueue::new(NonZeroUsize::new(2).unwrap()));
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let submit = |key: u32| {
+        let sink = Recording {
+            queue: Arc::clone(&queue),
+            seen: Arc::clone(&seen),
+        };
+        domain
+            .try_submit_to_sink(&queue, sink, key, |ctx: &JobContext<'_>, _: &Recording| {
+                Ok(ctx
+                    .drain_context()
+                    .and_then(|c| c.downcast_ref::<u32>())
+                    .map(|v| v + 1))
+            })
+            .unwrap();
+        loop {
+            if let Some(completion) = queue.pop() {
+                break completion;
+            }
+            thread::yield_now();
+        }
+    };
+    let alive = submit(1);
+    assert_eq!((alive.key, alive.outcome), (1, TaskOutcome::Completed(Some(42))));
+    drop(owner);
+    let gone = submit(2);
+    assert_eq!((gone.key, gone.outcome), (2, TaskOutcome::Completed(None)));
+    assert_eq!(*seen.lock().unwrap(), [Some(41), None]);
+}
+
 #[test]
 fn a_batch_from_a_worker_runs_inline() {
     let domain = Arc::new(domain(2, 2));

@@ -16,7 +16,7 @@ use super::clock::{SharedClock, StdClock};
 use super::error::BuildError;
 use super::inbound::Receiver;
 use super::registry::{ActionContext, Entry, Registry, Typed};
-use super::shared::{CompletionSet, Completions, Counters, Domains, Shared};
+use super::shared::{ClientContext, CompletionSet, Completions, Counters, Domains, Shared};
 use super::{OwnerWaker, Runtime};
 use crate::action::{Action, ActionError};
 use crate::domain::{Domain, DomainConfig, Instrumentation};
@@ -311,22 +311,29 @@ impl RuntimeBuilder {
         }
         let completions = CompletionSet::new(queues);
         let world = handle.world();
-        let shared = Arc::new(Shared {
-            rank: handle.rank(),
-            world,
-            protocol: self.protocol,
-            limits: self.limits,
-            state,
-            calls: Calls::new(self.limits.max_pending_calls as usize),
-            request_ids: RequestIdAllocator::new(),
-            registry: self.registry,
-            domains: Domains::new(started),
-            completions,
-            cancels: ArrayQueue::new(self.limits.max_cancellations as usize),
-            metrics: RuntimeMetrics::new(),
-            clock: self.clock.unwrap_or_else(|| Arc::new(StdClock::new())),
-            counters: Counters::default(),
-            handle,
+        // Each domain's workers reach the runtime through a weak reference
+        // entered once per drain (see `ClientContext`), not one per job.
+        let shared = Arc::new_cyclic(|weak| {
+            for (_, domain) in &started {
+                domain.set_drain_context(Box::new(ClientContext(weak.clone())));
+            }
+            Shared {
+                rank: handle.rank(),
+                world,
+                protocol: self.protocol,
+                limits: self.limits,
+                state,
+                calls: Calls::new(self.limits.max_pending_calls as usize),
+                request_ids: RequestIdAllocator::new(),
+                registry: self.registry,
+                domains: Domains::new(started),
+                completions,
+                cancels: ArrayQueue::new(self.limits.max_cancellations as usize),
+                metrics: RuntimeMetrics::new(),
+                clock: self.clock.unwrap_or_else(|| Arc::new(StdClock::new())),
+                counters: Counters::default(),
+                handle,
+            }
         });
         let receiver = Receiver::new(&shared);
         let contexts = world

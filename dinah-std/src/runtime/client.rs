@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use dinah_core::wire::{Call, Channel, RelativeDeadline, TraceId};
+use dinah_core::wire::{Call, Channel, ErrorCode, RelativeDeadline, TraceId};
 use dinah_core::{ActionId, LimitField, Rank, RuntimeState, WorldSize};
 
 use super::RemoteFuture;
@@ -12,7 +12,7 @@ use super::calls::{CallInfo, Ticket};
 use super::error::{RuntimeError, Side};
 use super::frames;
 use super::registry::ActionContext;
-use super::shared::{JobFailure, JobKey, JobOutput, Shared};
+use super::shared::{DomainSink, JobFailure, JobKey, JobOutput, Shared, context_client};
 use crate::action::Action;
 use crate::domain::TrySubmitError;
 use crate::transport::{DownReason, PeerStatus, SendErrorKind, TransportError};
@@ -207,22 +207,32 @@ impl RuntimeClient {
     ) -> Result<Ticket, RuntimeError> {
         let shared = &*self.shared;
         let call = info.call;
-        let entry = shared
-            .registry
-            .get(call.action)
-            .expect("checked by the caller")
-            .clone();
         let ticket = shared.calls.begin(info, deadline)?;
-        let client = self.clone();
         let origin = shared.rank;
-        let job = move |job: &crate::domain::JobContext<'_>| -> Result<JobOutput, JobFailure> {
+        // As for remote jobs, the worker reaches the runtime (and the
+        // handler, through the registry, which never changes after start)
+        // through its domain's context, not a reference the job carries.
+        let job = move |job: &crate::domain::JobContext<'_>,
+                        _: &DomainSink|
+              -> Result<JobOutput, JobFailure> {
+            let Some(client) = context_client(job.drain_context()) else {
+                return Err(JobFailure {
+                    code: ErrorCode::ShuttingDown,
+                    text: "the runtime is gone".into(),
+                });
+            };
+            let entry = client
+                .shared
+                .registry
+                .get(call.action)
+                .expect("checked by the caller");
             let ctx = ActionContext {
                 origin,
                 request: call.request,
                 action: call.action,
                 domain: call.domain,
                 job: Some(job),
-                client: &client,
+                client,
             };
             entry
                 .handler
@@ -236,8 +246,11 @@ impl RuntimeClient {
         let completions = shared.completions.of(call.domain);
         let submitted = completions.and_then(|completions| {
             shared.domains.with(call.domain, |domain| {
+                let sink = DomainSink {
+                    domain: call.domain,
+                };
                 domain
-                    .try_submit_to(completions, key, job)
+                    .try_submit_to_sink(completions, sink, key, job)
                     .map_err(|refusal| {
                         matches!(
                             refusal,

@@ -15,7 +15,7 @@ use super::frames;
 use super::owner_counts::OwnerCounts;
 use super::registry::{ActionContext, ErasedHandler};
 use super::response_buffers::ResponseBuffers;
-use super::shared::{JobFailure, JobKey, JobOutput, Shared};
+use super::shared::{DomainSink, JobFailure, JobKey, JobOutput, Shared, context_client};
 use crate::action::SegmentReader;
 use crate::domain::{Completion, InlineRunner, JobCanceller, JobContext, TrySubmitError};
 
@@ -379,8 +379,17 @@ impl Receiver {
         // On a worker: the job owns what it needs and reads the clock when
         // it starts. The registry never changes after start, so the worker
         // finds the handler again instead of the job holding a reference.
-        let client = self.client.clone();
-        let job = move |job: &JobContext<'_>| -> Result<JobOutput, JobFailure> {
+        let sink = DomainSink {
+            domain: call.domain,
+        };
+        let job = move |job: &JobContext<'_>, _: &DomainSink| -> Result<JobOutput, JobFailure> {
+            let Some(client) = context_client(job.drain_context()) else {
+                crate::transport::frame_buffers::give(bytes);
+                return Err(JobFailure {
+                    code: ErrorCode::ShuttingDown,
+                    text: "the runtime is gone".into(),
+                });
+            };
             let shared = &client.shared;
             let started = shared.clock.now();
             let Some(entry) = shared.registry.get(request.call.action) else {
@@ -392,7 +401,7 @@ impl Receiver {
             let output = serve(
                 shared,
                 &*entry.handler,
-                &client,
+                client,
                 &request,
                 &bytes,
                 started,
@@ -406,7 +415,12 @@ impl Receiver {
                 // The refused job is dropped here; only whether the domain
                 // was full matters.
                 domain
-                    .try_submit_to(completions, JobKey::Remote { origin, call, slot }, job)
+                    .try_submit_to_sink(
+                        completions,
+                        sink,
+                        JobKey::Remote { origin, call, slot },
+                        job,
+                    )
                     .map_err(|refusal| {
                         matches!(
                             refusal,

@@ -2,7 +2,7 @@
 
 use std::any::Any;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, PoisonError, RwLock, Weak};
 
 use crossbeam_queue::ArrayQueue;
 use dinah_core::wire::{Call, ErrorCode};
@@ -12,9 +12,10 @@ use dinah_core::{
 };
 
 use super::calls::{Calls, Ticket};
+use super::client::RuntimeClient;
 use super::clock::SharedClock;
 use super::registry::{HandlerError, Registry};
-use crate::domain::{CompletionQueue, Domain};
+use crate::domain::{Completion, CompletionQueue, CompletionSink, Context, Domain, DrainContext};
 use crate::transport::TransportHandle;
 
 /// Who a domain job works for.
@@ -63,6 +64,43 @@ impl From<HandlerError> for JobFailure {
 }
 
 pub(crate) type Completions = CompletionQueue<JobKey, JobOutput, JobFailure>;
+
+/// The context of the runtime's domains (see
+/// [`DrainContext`](crate::domain::DrainContext)): its client, made from a
+/// weak reference once per drain, so that a remote job carries no counted
+/// reference of its own and the domains do not keep the runtime alive.
+pub(crate) struct ClientContext(pub(crate) Weak<Shared>);
+
+impl DrainContext for ClientContext {
+    fn enter(&self, drain: &mut dyn FnMut(Context<'_>)) {
+        match self.0.upgrade() {
+            Some(shared) => drain(Some(&RuntimeClient { shared })),
+            None => drain(None),
+        }
+    }
+}
+
+/// The client a remote job's domain context holds, if the runtime lives.
+pub(crate) fn context_client<'a>(context: Context<'a>) -> Option<&'a RuntimeClient> {
+    context?.downcast_ref()
+}
+
+/// Where a remote job's outcome goes: its domain's completion queue,
+/// found through the domain's context.
+pub(crate) struct DomainSink {
+    pub(crate) domain: DomainId,
+}
+
+impl CompletionSink<JobKey, JobOutput, JobFailure> for DomainSink {
+    fn deliver(&self, completion: Completion<JobKey, JobOutput, JobFailure>, context: Context<'_>) {
+        // Without a context the runtime is gone and nobody waits.
+        if let Some(queue) =
+            context_client(context).and_then(|client| client.shared.completions.of(self.domain))
+        {
+            CompletionQueue::deliver(queue, completion);
+        }
+    }
+}
 
 /// One completion queue per domain, each sized to its domain's capacity,
 /// so a flooded domain cannot take the completion slots of another.
