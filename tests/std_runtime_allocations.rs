@@ -162,11 +162,13 @@ fn run(
     }
 }
 
-#[test]
-fn steady_inline_actions_allocate_no_frames() {
+/// The allocations this thread (both ranks' owner) makes for `ACTIONS`
+/// steady-state echoes, inline or pooled, 64 in flight over a stepped
+/// network seeded with `seed`.
+fn steady_allocations(pooled: bool, seed: u64) -> u64 {
     let network = SimNetwork::with_mode(
         WorldSize::new(2).expect("two ranks"),
-        7,
+        seed,
         FaultPlan::new(),
         SimMode::Stepped {
             tick: Duration::from_micros(1),
@@ -182,50 +184,36 @@ fn steady_inline_actions_allocate_no_frames() {
     run(
         &mut runtimes,
         &network,
-        false,
+        pooled,
         in_flight,
         2 * u64::from(limits.max_dedup_entries),
     );
-    let actions = 4_000;
     let before = allocations();
-    run(&mut runtimes, &network, false, in_flight, actions);
+    run(&mut runtimes, &network, pooled, in_flight, ACTIONS);
     let made = allocations() - before;
-    // Without reused frame buffers each action allocated its request and
-    // its response frame: 8,000 here.
-    assert!(
-        made * 100 < actions,
-        "{made} allocations for {actions} actions (both ranks)"
-    );
     // A stepped network's time moves only when stepped, so a shutdown
     // here would wait forever for its peer; the test ends instead.
     std::mem::forget(runtimes);
+    made
+}
+
+/// Actions counted per test.
+const ACTIONS: u64 = 4_000;
+
+#[test]
+fn steady_inline_actions_allocate_no_frames() {
+    let made = steady_allocations(false, 7);
+    // Without reused frame buffers each action allocated its request and
+    // its response frame: 8,000 here.
+    assert!(
+        made * 100 < ACTIONS,
+        "{made} allocations for {ACTIONS} actions (both ranks)"
+    );
 }
 
 #[test]
 fn a_steady_pooled_action_allocates_one_job_on_the_owner_thread() {
-    let network = SimNetwork::with_mode(
-        WorldSize::new(2).expect("two ranks"),
-        8,
-        FaultPlan::new(),
-        SimMode::Stepped {
-            tick: Duration::from_micros(1),
-        },
-    )
-    .expect("a stepped network");
-    let limits = RuntimeLimits::default();
-    let mut runtimes = pair(&network, limits);
-    let in_flight = 64;
-    run(
-        &mut runtimes,
-        &network,
-        true,
-        in_flight,
-        2 * u64::from(limits.max_dedup_entries),
-    );
-    let actions = 4_000;
-    let before = allocations();
-    run(&mut runtimes, &network, true, in_flight, actions);
-    let made = allocations() - before;
+    let made = steady_allocations(true, 8);
     // The serving owner thread allocates each queued job: its work, task
     // ID and cancellation flag in one block (it was two, the job and its
     // cancellation target). It also allocates a Rayon spawn whenever a
@@ -236,11 +224,10 @@ fn a_steady_pooled_action_allocates_one_job_on_the_owner_thread() {
     // `made` is at least 8,000 with two blocks per job, and 4,000 plus
     // the spawns with one.
     assert!(
-        made * 4 < actions * 7,
-        "{made} owner-thread allocations for {actions} pooled actions (both ranks)"
+        made * 4 < ACTIONS * 7,
+        "{made} owner-thread allocations for {ACTIONS} pooled actions (both ranks)"
     );
-    assert!(made >= actions, "each pooled action queues one job: {made}");
-    std::mem::forget(runtimes);
+    assert!(made >= ACTIONS, "each pooled action queues one job: {made}");
 }
 
 #[test]

@@ -290,7 +290,10 @@ fn jobs_and_sinks_see_the_domains_context_while_its_owner_lives() {
         }
     };
     let alive = submit(1);
-    assert_eq!((alive.key, alive.outcome), (1, TaskOutcome::Completed(Some(42))));
+    assert_eq!(
+        (alive.key, alive.outcome),
+        (1, TaskOutcome::Completed(Some(42)))
+    );
     drop(owner);
     let gone = submit(2);
     assert_eq!((gone.key, gone.outcome), (2, TaskOutcome::Completed(None)));
