@@ -60,11 +60,21 @@ fn allocations() -> u64 {
     ALLOCATIONS.with(Cell::get)
 }
 
+/// Returns its input: registered inline (`Echo<false>`, run on the
+/// serving owner thread) or on the default domain's workers
+/// (`Echo<true>`, the default registration).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Echo(u64);
+struct Echo<const POOLED: bool>(u64);
 
-impl WireValue for Echo {
-    const SCHEMA_ID: u64 = schema_id("tests.allocations.Echo/1");
+type InlineEcho = Echo<false>;
+type PooledEcho = Echo<true>;
+
+impl<const POOLED: bool> WireValue for Echo<POOLED> {
+    const SCHEMA_ID: u64 = if POOLED {
+        schema_id("tests.allocations.PooledEcho/1")
+    } else {
+        schema_id("tests.allocations.Echo/1")
+    };
     fn encode(&self, out: &mut SegmentWriter) -> Result<(), CodecError> {
         self.0.encode(out)
     }
@@ -73,49 +83,30 @@ impl WireValue for Echo {
     }
 }
 
-impl Action for Echo {
-    const ID: u128 = 0xa110_c001;
-    type Output = u64;
-}
-
-/// The same echo with its handler on a worker (the default registration).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct PooledEcho(u64);
-
-impl WireValue for PooledEcho {
-    const SCHEMA_ID: u64 = schema_id("tests.allocations.PooledEcho/1");
-    fn encode(&self, out: &mut SegmentWriter) -> Result<(), CodecError> {
-        self.0.encode(out)
-    }
-    fn decode(input: &mut SegmentReader<'_>) -> Result<Self, CodecError> {
-        u64::decode(input).map(PooledEcho)
-    }
-}
-
-impl Action for PooledEcho {
-    const ID: u128 = 0xa110_c002;
+impl<const POOLED: bool> Action for Echo<POOLED> {
+    const ID: u128 = if POOLED { 0xa110_c002 } else { 0xa110_c001 };
     type Output = u64;
 }
 
 /// One echo call, inline or pooled.
 fn call(client: &RuntimeClient, peer: Rank, pooled: bool, n: u64) -> RemoteFuture<u64> {
     if pooled {
-        client.spawn_on(peer, PooledEcho(n))
+        client.spawn_on(peer, Echo::<true>(n))
     } else {
-        client.spawn_on(peer, Echo(n))
+        client.spawn_on(peer, Echo::<false>(n))
     }
 }
 
-/// Two runtimes over one stepped network, `Echo` registered inline and
-/// `PooledEcho` on the default domain's workers.
+/// Two runtimes over one stepped network, `InlineEcho` registered inline
+/// and `PooledEcho` on the default domain's workers.
 fn pair(network: &SimNetwork, limits: RuntimeLimits) -> [Runtime; 2] {
     let start = |rank: u32| {
         let mut builder = Runtime::builder(1, ProtocolLimits::default(), limits).expect("limits");
         builder
-            .register_inline::<Echo, _>(dinah::std::DEFAULT_DOMAIN, |Echo(n)| Ok(n))
+            .register_inline::<InlineEcho, _>(dinah::std::DEFAULT_DOMAIN, |Echo(n)| Ok(n))
             .expect("registers");
         builder
-            .register::<PooledEcho, _>(|PooledEcho(n)| Ok(n))
+            .register::<PooledEcho, _>(|Echo(n)| Ok(n))
             .expect("registers");
         builder.clock(Arc::new(network.clock()));
         let hello = builder.hello().expect("a hello");
@@ -246,7 +237,7 @@ fn a_shutdown_frees_the_owner_threads_spare_frame_buffers() {
                     Runtime::builder(1, ProtocolLimits::default(), RuntimeLimits::default())
                         .expect("limits");
                 builder
-                    .register_inline::<Echo, _>(dinah::std::DEFAULT_DOMAIN, |Echo(n)| Ok(n))
+                    .register_inline::<InlineEcho, _>(dinah::std::DEFAULT_DOMAIN, |Echo(n)| Ok(n))
                     .expect("registers");
                 let hello = builder.hello().expect("a hello");
                 let (handle, driver) = network.endpoint(rank, hello.handle).expect("an endpoint");
@@ -254,7 +245,7 @@ fn a_shutdown_frees_the_owner_threads_spare_frame_buffers() {
                 let client = runtime.client();
                 let peer = Rank::new(1 - rank.get(), world).expect("the other rank");
                 for i in 0..50 {
-                    let echoed = runtime.block_on(client.spawn_on(peer, Echo(i)));
+                    let echoed = runtime.block_on(client.spawn_on(peer, Echo::<false>(i)));
                     assert_eq!(echoed.expect("answers"), i);
                 }
                 // Keep serving until both ranks are done calling.

@@ -376,17 +376,12 @@ impl Domain {
         E: Send + 'static,
     {
         let (key, job) = self.admit_to(completions, (key, job))?;
-        Ok(self.enqueue_to(
-            key,
-            move |context: &JobContext<'_>, _: &Arc<CompletionQueue<K, T, E>>| job(context),
-            Arc::clone(completions),
-        ))
+        Ok(self.enqueue_to(key, job, Arc::clone(completions)))
     }
 
     /// As [`try_submit_to`](Self::try_submit_to), with the outcome
     /// delivered through `sink` (which must push it into `completions`,
-    /// where the slot is reserved) and the job given the sink while it
-    /// runs.
+    /// where the slot is reserved).
     pub(crate) fn try_submit_to_sink<K, F, S, T, E>(
         &self,
         completions: &CompletionQueue<K, T, E>,
@@ -396,7 +391,7 @@ impl Domain {
     ) -> Result<JobCanceller, TrySubmitError<(K, F)>>
     where
         K: Send + 'static,
-        F: FnOnce(&JobContext<'_>, &S) -> Result<T, E> + Send + 'static,
+        F: FnOnce(&JobContext<'_>) -> Result<T, E> + Send + 'static,
         S: CompletionSink<K, T, E> + 'static,
         T: Send + 'static,
         E: Send + 'static,
@@ -432,7 +427,7 @@ impl Domain {
     fn enqueue_to<K, F, S, T, E>(&self, key: K, job: F, sink: S) -> JobCanceller
     where
         K: Send + 'static,
-        F: FnOnce(&JobContext<'_>, &S) -> Result<T, E> + Send + 'static,
+        F: FnOnce(&JobContext<'_>) -> Result<T, E> + Send + 'static,
         S: CompletionSink<K, T, E> + 'static,
         T: Send + 'static,
         E: Send + 'static,

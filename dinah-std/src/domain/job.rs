@@ -265,11 +265,10 @@ where
     }
 }
 
-/// Where a completion job's outcome goes: a [`CompletionQueue`], or
-/// something that reaches one. The job's closure borrows the sink while it
-/// runs, so a sink that must hold a counted reference anyway (the runtime's
-/// holds its client, which also finds the domain's completion queue)
-/// spares the job a second one: every counted reference a job carries is
+/// Where a completion job's outcome goes: a [`CompletionQueue`] (held
+/// by the job), or something that finds one through the domain's
+/// [`DrainContext`](super::DrainContext), as the runtime's sink does, so
+/// that the job carries no counted reference: every one a job carries is
 /// taken on the owner's core and let go on a worker's, one cache-line
 /// transfer each way.
 pub(crate) trait CompletionSink<K, T, E>: Send {
@@ -315,15 +314,13 @@ where
 impl<K, F, S, T, E> QueuedJob for CompletionJob<K, F, S, T, E>
 where
     K: Send,
-    F: FnOnce(&JobContext<'_>, &S) -> Result<T, E> + Send,
+    F: FnOnce(&JobContext<'_>) -> Result<T, E> + Send,
     S: CompletionSink<K, T, E>,
 {
     fn run(self: Arc<Self>, domain: &DomainShared, context: Context<'_>) {
         let (key, job, sink) = self.work.take();
         let task = self.core.task;
-        let outcome = execute(domain, task, &self.core.cancel, context, |job_context| {
-            job(job_context, &sink)
-        });
+        let outcome = execute(domain, task, &self.core.cancel, context, job);
         drop(self);
         sink.deliver(Completion { key, task, outcome }, context);
     }

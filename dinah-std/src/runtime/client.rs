@@ -212,9 +212,7 @@ impl RuntimeClient {
         // As for remote jobs, the worker reaches the runtime (and the
         // handler, through the registry, which never changes after start)
         // through its domain's context, not a reference the job carries.
-        let job = move |job: &crate::domain::JobContext<'_>,
-                        _: &DomainSink|
-              -> Result<JobOutput, JobFailure> {
+        let job = move |job: &crate::domain::JobContext<'_>| -> Result<JobOutput, JobFailure> {
             let Some(client) = context_client(job.drain_context()) else {
                 return Err(JobFailure {
                     code: ErrorCode::ShuttingDown,

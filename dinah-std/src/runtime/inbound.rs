@@ -382,7 +382,7 @@ impl Receiver {
         let sink = DomainSink {
             domain: call.domain,
         };
-        let job = move |job: &JobContext<'_>, _: &DomainSink| -> Result<JobOutput, JobFailure> {
+        let job = move |job: &JobContext<'_>| -> Result<JobOutput, JobFailure> {
             let Some(client) = context_client(job.drain_context()) else {
                 crate::transport::frame_buffers::give(bytes);
                 return Err(JobFailure {
