@@ -375,8 +375,7 @@ impl Domain {
         T: Send + 'static,
         E: Send + 'static,
     {
-        let (key, job) = self.admit_to(completions, (key, job))?;
-        Ok(self.enqueue_to(key, job, Arc::clone(completions)))
+        self.try_submit_to_sink(completions, Arc::clone(completions), key, job)
     }
 
     /// As [`try_submit_to`](Self::try_submit_to), with the outcome
@@ -396,42 +395,13 @@ impl Domain {
         T: Send + 'static,
         E: Send + 'static,
     {
-        let (key, job) = self.admit_to(completions, (key, job))?;
-        Ok(self.enqueue_to(key, job, sink))
-    }
-
-    /// Gives the domain's jobs their owner's context, once: later calls
-    /// are ignored (`false`).
-    pub(crate) fn set_drain_context(&self, context: Box<dyn DrainContext>) -> bool {
-        self.shared.drain_context.set(context).is_ok()
-    }
-
-    /// Admits one job and reserves its slot of `completions`, or hands
-    /// `item` back with the reason.
-    fn admit_to<K, T, E, P>(
-        &self,
-        completions: &CompletionQueue<K, T, E>,
-        item: P,
-    ) -> Result<P, TrySubmitError<P>> {
         if let Err(refusal) = self.shared.admission.try_admit() {
-            return Err(refusal.refuse(item));
+            return Err(refusal.refuse((key, job)));
         }
         if !completions.try_reserve() {
             self.shared.admission.release();
-            return Err(TrySubmitError::CompletionsFull(item));
+            return Err(TrySubmitError::CompletionsFull((key, job)));
         }
-        Ok(item)
-    }
-
-    /// Queues an admitted job whose outcome goes to `sink`.
-    fn enqueue_to<K, F, S, T, E>(&self, key: K, job: F, sink: S) -> JobCanceller
-    where
-        K: Send + 'static,
-        F: FnOnce(&JobContext<'_>) -> Result<T, E> + Send + 'static,
-        S: CompletionSink<K, T, E> + 'static,
-        T: Send + 'static,
-        E: Send + 'static,
-    {
         let task = self.next_task();
         let job = Arc::new(CompletionJob {
             core: JobCore {
@@ -442,7 +412,17 @@ impl Domain {
             outcome: PhantomData,
         });
         self.enqueue(Arc::clone(&job) as Arc<dyn QueuedJob>);
-        JobCanceller::new(job, self.shared.id, self.shared.instrumentation.clone())
+        Ok(JobCanceller::new(
+            job,
+            self.shared.id,
+            self.shared.instrumentation.clone(),
+        ))
+    }
+
+    /// Gives the domain's jobs their owner's context, once: later calls
+    /// are ignored (`false`).
+    pub(crate) fn set_drain_context(&self, context: Box<dyn DrainContext>) -> bool {
+        self.shared.drain_context.set(context).is_ok()
     }
 
     /// A runner of inline jobs on this domain (see [`InlineRunner`]).
