@@ -16,7 +16,9 @@
 //! With `--test` every measurement runs a few iterations only (a smoke
 //! check that the program works, not a measurement). A further argument
 //! that is not a flag selects the measurements whose key contains it
-//! (keys: `raw`, `round-trip`, `pipelined`, `sweep`). Each figure is the
+//! (keys: `raw`, `raw-probe`, `round-trip-pooled`, `round-trip-inline`,
+//! `pipelined-pooled`, `pipelined-inline`, `sweep`; so `round-trip`
+//! selects both round trips). Each figure is the
 //! median of several batches. The goals (not assertions): a dinah round
 //! trip within 2x the raw ping-pong, and at least 1,000,000 actions/s with
 //! 1,024 in flight.
@@ -167,6 +169,13 @@ fn main() -> Result<(), BoxError> {
     let mut table = Table::default();
     // Raw MPI first, before dinah's runtime threads exist.
     let raw_8 = median(plan.batches, || raw_pingpong(&world, 8, plan.pingpongs));
+    let probed_8 = [ProbeWait::MatchedOnly, ProbeWait::AsTheDriver].map(|wait| {
+        wanted("raw-probe").then(|| {
+            median(plan.batches, || {
+                probe_pingpong(&world, plan.pingpongs, wait)
+            })
+        })
+    });
     let raw_sweep: Vec<_> = SIZES
         .iter()
         .map(|&size| {
@@ -193,6 +202,16 @@ fn main() -> Result<(), BoxError> {
             fmt_us(raw_8),
             "floor".into(),
         );
+        let probe_rows = [
+            "raw mpi 8 B ping-pong, matched probes + immediate receive",
+            "raw mpi 8 B ping-pong, received as the driver does",
+        ];
+        for (name, probed) in probe_rows.into_iter().zip(probed_8) {
+            if let Some(probed) = probed {
+                let ratio = probed.as_secs_f64() / raw_8.as_secs_f64();
+                table.row(name, fmt_us(probed), format!("{ratio:.1}x raw, no runtime"));
+            }
+        }
         // Both no-ops: the handler on a worker (pooled), then inline.
         for inline in [false, true] {
             let kind = if inline { "inline" } else { "pooled" };
@@ -203,7 +222,7 @@ fn main() -> Result<(), BoxError> {
                     client.spawn_on(peer, Noop)
                 }
             };
-            if wanted("round-trip") {
+            if wanted(&format!("round-trip-{kind}")) {
                 let one = median(plan.batches, || {
                     let start = Instant::now();
                     for _ in 0..plan.round_trips {
@@ -219,7 +238,7 @@ fn main() -> Result<(), BoxError> {
                     format!("<= 2x raw: {ratio:.1}x, {met}"),
                 );
             }
-            if wanted("pipelined") {
+            if wanted(&format!("pipelined-{kind}")) {
                 let pipelined = median(plan.batches, || {
                     let start = Instant::now();
                     let mut in_flight = VecDeque::with_capacity(plan.window);
@@ -349,6 +368,83 @@ fn raw_pingpong(world: &SimpleCommunicator, size: usize, iterations: usize) -> D
                     complete(peer.immediate_receive_into(scope, &mut receive[..]))
                 });
                 mpi::request::scope(|scope| complete(peer.immediate_send(scope, &send[..])));
+            }
+        }
+    }
+    let elapsed = start.elapsed();
+    world.barrier();
+    elapsed / iterations.max(1) as u32
+}
+
+/// How [`probe_pingpong`] waits for and receives each message.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ProbeWait {
+    /// As the MPI driver does: the idle check looks at both tags with
+    /// `MPI_Iprobe` until one has a message; the poll then matches it with
+    /// `MPI_Improbe` (control tag first, found empty), receives it, and
+    /// probes the action tag once more (found empty: a poll drains a tag
+    /// until it is).
+    AsTheDriver,
+    /// The least the matched-probe design allows: `MPI_Improbe` on the
+    /// control tag, then on the action tag, until one matches; then the
+    /// receive.
+    MatchedOnly,
+}
+
+/// The raw 8-byte ping-pong again, each message received the way the
+/// transport receives (matched probe, then `MPI_Imrecv` polled with
+/// `test()`; see `docs/mpi.md`) instead of into a receive posted in
+/// advance. No runtime, no frames: what the receive path alone costs a
+/// round trip.
+fn probe_pingpong(world: &SimpleCommunicator, iterations: usize, wait: ProbeWait) -> Duration {
+    const CONTROL: mpi::Tag = 11;
+    const ACTION: mpi::Tag = 12;
+    let rank = world.rank();
+    let send = [0xa5u8; 8];
+    let mut receive = [0u8; 8];
+    let wait_and_receive = |receive: &mut [u8]| {
+        let any = world.any_process();
+        let (message, _) = match wait {
+            ProbeWait::AsTheDriver => {
+                while any.immediate_probe_with_tag(CONTROL).is_none()
+                    && any.immediate_probe_with_tag(ACTION).is_none()
+                {}
+                assert!(any.immediate_matched_probe_with_tag(CONTROL).is_none());
+                any.immediate_matched_probe_with_tag(ACTION)
+                    .expect("the idle check saw a message on the action tag")
+            }
+            ProbeWait::MatchedOnly => loop {
+                if let Some(found) = any.immediate_matched_probe_with_tag(CONTROL) {
+                    break found;
+                }
+                if let Some(found) = any.immediate_matched_probe_with_tag(ACTION) {
+                    break found;
+                }
+            },
+        };
+        mpi::request::scope(|scope| {
+            complete(message.immediate_matched_receive_into(scope, receive));
+        });
+        if wait == ProbeWait::AsTheDriver {
+            assert!(any.immediate_matched_probe_with_tag(ACTION).is_none());
+        }
+    };
+    world.barrier();
+    let start = Instant::now();
+    if rank <= 1 {
+        let peer = world.process_at_rank(1 - rank);
+        let send_one = || {
+            mpi::request::scope(|scope| {
+                complete(peer.immediate_send_with_tag(scope, &send[..], ACTION));
+            });
+        };
+        for _ in 0..iterations {
+            if rank == 0 {
+                send_one();
+                wait_and_receive(&mut receive);
+            } else {
+                wait_and_receive(&mut receive);
+                send_one();
             }
         }
     }

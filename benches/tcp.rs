@@ -12,6 +12,10 @@
 //!   through two runtimes over the TCP transport, 1 and 1,024 in flight,
 //!   the handler on a worker domain; `dinah_noop_inline/*` the same with
 //!   the handler registered inline (run on the serving owner thread);
+//! - `transport_frames` and `transport_frames/1024`: the runtime's request
+//!   and result frames for the no-op pushed through the TCP transport by
+//!   hand, with no runtime, 1 and 1,024 in flight (what the transport
+//!   alone allows);
 //! - `payload/raw/N` and `payload/dinah/N`: an N-byte echo, 8 B to 1 MiB,
 //!   one in flight.
 //!
@@ -30,7 +34,7 @@ use std::time::{Duration, Instant};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group};
 use dinah_core::wire::{Call, Channel, Message, RelativeDeadline};
 use dinah_core::{ActionId, DomainId, ProtocolLimits, Rank, RequestId, RuntimeLimits, WorldSize};
-use dinah_std::transport::{TransportDriver, TransportEvent, TransportHandle};
+use dinah_std::transport::{TransportDriver, TransportEvent, TransportHandle, frame_buffers};
 use dinah_std::{Action, CodecError, Runtime, SegmentReader, SegmentWriter, WireValue, schema_id};
 use dinah_tcp::{Membership, TcpTransport};
 
@@ -336,16 +340,32 @@ impl FramePair {
                 let (handle, mut driver) = TcpTransport::connect_with(one, hello, cfg()).unwrap();
                 handle.wakeup().bind_current();
                 let reply = raw_frame(me, Message::Result { call }, len);
+                let peer = Rank::ZERO;
                 let mut events = Vec::new();
+                // Replies not queued yet: a full lane hands the frame back,
+                // and the reply is retried after the next poll.
+                let mut owed = 0_u64;
                 while !stop.load(Ordering::Relaxed) {
-                    events.clear();
-                    let _ = driver.poll(256, &mut events);
+                    let _ = driver.poll(1024, &mut events);
+                    let idle = events.is_empty();
                     for event in events.drain(..) {
-                        if let TransportEvent::Frame { from, .. } = event {
-                            let _ = handle.try_send(from, Channel::Action, reply.clone());
+                        if let TransportEvent::Frame { bytes, .. } = event {
+                            // As the runtime does: the buffer goes back to
+                            // this thread's store, for the next frame.
+                            frame_buffers::give(bytes);
+                            owed += 1;
                         }
                     }
-                    driver.idle_wait(spin(), Duration::from_millis(1));
+                    while owed > 0
+                        && handle
+                            .try_send(peer, Channel::Action, copy_of(&reply))
+                            .is_ok()
+                    {
+                        owed -= 1;
+                    }
+                    if idle && owed == 0 {
+                        driver.idle_wait(spin(), Duration::from_millis(1));
+                    }
                 }
             })
         };
@@ -384,6 +404,41 @@ impl FramePair {
     }
 }
 
+impl FramePair {
+    /// `n` request frames with up to `window` in flight, each answered by
+    /// the server's result frame: the transport's own pipelined rate,
+    /// with frames of the runtime's size and no runtime.
+    fn pipelined(&mut self, n: u64, window: u64) {
+        let peer = Rank::new(1, self.handle.world()).unwrap();
+        let mut events = Vec::new();
+        let (mut sent, mut answered) = (0_u64, 0_u64);
+        while answered < n {
+            while sent < n
+                && sent - answered < window
+                && self
+                    .handle
+                    .try_send(peer, Channel::Action, copy_of(&self.frame))
+                    .is_ok()
+            {
+                sent += 1;
+            }
+            let _ = self.driver.poll(1024, &mut events);
+            let mut got = 0;
+            for event in events.drain(..) {
+                if let TransportEvent::Frame { bytes, .. } = event {
+                    frame_buffers::give(bytes);
+                    got += 1;
+                }
+            }
+            answered += got;
+            if got == 0 {
+                self.driver
+                    .idle_wait(Duration::from_micros(50), Duration::from_millis(1));
+            }
+        }
+    }
+}
+
 impl Drop for FramePair {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
@@ -391,6 +446,14 @@ impl Drop for FramePair {
             let _ = server.join();
         }
     }
+}
+
+/// `frame` in a buffer from this thread's store of frame buffers, as the
+/// runtime encodes its frames (the transport gives sent buffers back).
+fn copy_of(frame: &[u8]) -> Vec<u8> {
+    let mut copy = frame_buffers::take(frame.len());
+    copy.extend_from_slice(frame);
+    copy
 }
 
 fn timed(mut run: impl FnMut(u64)) -> impl FnMut(u64) -> Duration {
@@ -434,6 +497,10 @@ fn throughput(c: &mut Criterion) {
     group.bench_function(BenchmarkId::new("raw_pipelined_64b", 1024), |b| {
         let mut raw = RawPipelined::new();
         b.iter_custom(timed(|n| raw.run(n, 1024)));
+    });
+    group.bench_function(BenchmarkId::new("transport_frames", 1024), |b| {
+        let mut pair = FramePair::new(8);
+        b.iter_custom(timed(|n| pair.pipelined(n, 1024)));
     });
     group.bench_function(BenchmarkId::new("dinah_noop", 1024), |b| {
         let mut pair = Pair::new(false);
