@@ -33,7 +33,8 @@ const ERR_COUNT: i32 = mpi::ffi::MPI_ERR_COUNT as i32;
 const FIRST_IDLE_PARK: Duration = Duration::from_micros(20);
 
 /// Close markers are rare: while running, their tag is probed only on
-/// every this many polls (each empty probe costs a round of MPI progress).
+/// every this many polls, and every this many idle checks (each empty
+/// probe costs a round of MPI progress).
 const CLOSE_PROBE_INTERVAL: u64 = 16;
 
 /// How long requests in flight keep the idle wait busy (checking and
@@ -123,6 +124,8 @@ pub struct MpiDriver {
     last_progress: Instant,
     /// Polls so far.
     polls: u64,
+    /// Idle checks so far.
+    idle_checks: u64,
     /// The driver never leaves its thread, whatever the MPI implementation.
     _owner_thread: PhantomData<*const ()>,
 }
@@ -208,6 +211,7 @@ impl MpiDriver {
             idle_park: FIRST_IDLE_PARK,
             last_progress: Instant::now(),
             polls: 0,
+            idle_checks: 0,
             handle,
             _owner_thread: PhantomData,
         }
@@ -460,8 +464,10 @@ impl MpiDriver {
         progress
     }
 
-    /// Is there anything for a poll to do? Probes every polled tag and
-    /// tests the requests in flight (completing sends is itself progress).
+    /// Is there anything for a poll to do? Probes the control and action
+    /// tags, the close tag as often as a poll does (see
+    /// [`CLOSE_PROBE_INTERVAL`]), and tests the requests in flight
+    /// (completing sends is itself progress).
     ///
     /// (One probe with `MPI_ANY_TAG` instead was measured slower under
     /// OpenMPI: every probe also runs the library's progress engine, which
@@ -469,12 +475,16 @@ impl MpiDriver {
     /// calls between two yields found arrivals later.)
     fn mpi_ready(&mut self) -> bool {
         let comm = self.comm.get();
-        let arrived = Stream::POLLED.iter().any(|stream| {
+        let waiting = |stream: Stream| {
             comm.any_process()
                 .immediate_probe_with_tag(stream.tag())
                 .is_some()
-        });
-        arrived
+        };
+        self.idle_checks = self.idle_checks.wrapping_add(1);
+        let close_due =
+            self.phase != Phase::Running || self.idle_checks % CLOSE_PROBE_INTERVAL == 0;
+        Stream::LANES.into_iter().any(waiting)
+            || (close_due && waiting(Stream::Close))
             || self.receives.poll_ready()
             || self.sends.complete(&self.handle, &mut self.buffers) > 0
     }

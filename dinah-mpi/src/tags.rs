@@ -29,10 +29,11 @@ pub(crate) enum Stream {
 }
 
 impl Stream {
-    /// The streams a driver receives in every poll, in the order it drains
-    /// them: control before action, so cancellations pass saturated action
-    /// traffic; close markers last.
-    pub(crate) const POLLED: [Self; 3] = [Self::Control, Self::Action, Self::Close];
+    /// The streams of the two lanes, in the order a driver drains them in
+    /// every poll and probes them in every idle check: control before
+    /// action, so cancellations pass saturated action traffic. Close
+    /// markers are rare and probed only now and then.
+    pub(crate) const LANES: [Self; 2] = [Self::Control, Self::Action];
 
     /// The MPI tag of this stream.
     pub(crate) const fn tag(self) -> Tag {
@@ -89,7 +90,7 @@ mod tests {
         assert_eq!(Stream::of(Channel::Control), Stream::Control);
         assert_eq!(Stream::of(Channel::Action), Stream::Action);
         assert_eq!(
-            Stream::POLLED[0],
+            Stream::LANES[0],
             Stream::Control,
             "control is drained first"
         );
