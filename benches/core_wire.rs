@@ -100,6 +100,18 @@ fn frame(c: &mut Criterion) {
             payload_bytes
         })
     });
+    group.bench_function("decode_stream_whole", |b| {
+        // The stream decoder's one-step path for a frame whole in the input
+        // (what the TCP reader takes for most small frames).
+        let mut decoder = StreamDecoder::new(ctx);
+        b.iter(|| {
+            let (len, header) = decoder
+                .decode_whole(black_box(&bytes[..]))
+                .unwrap()
+                .expect("the whole frame was given");
+            (len, header.payload_len())
+        })
+    });
     group.finish();
 }
 

@@ -209,9 +209,14 @@ fn encode(frame: &ModelFrame) -> Vec<u8> {
     out
 }
 
-/// Chunk sizes: all ones, or a random cycle.
+/// Chunk sizes: all ones, the whole stream at once, or a random cycle.
 fn chunking() -> impl Strategy<Value = Vec<usize>> {
-    prop_oneof![Just(vec![1]), vec(1usize..=97, 1..16)]
+    prop_oneof![
+        Just(vec![1]),
+        Just(vec![usize::MAX]),
+        vec(1usize..=97, 1..16),
+        vec(1usize..=600, 1..16),
+    ]
 }
 
 // ------------------------------------------------------------ stream driver
@@ -224,6 +229,18 @@ fn stream_decode(
     bytes: &[u8],
     chunks: &[usize],
 ) -> (Vec<ModelFrame>, Option<ProtocolError>, usize) {
+    stream_decode_with(ctx, bytes, chunks, false)
+}
+
+/// [`stream_decode`], and with `whole` each step first offers the input to
+/// [`StreamDecoder::decode_whole`] (as the TCP reader does), taking the
+/// event-wise path only when it declines.
+fn stream_decode_with(
+    ctx: DecodeContext,
+    bytes: &[u8],
+    chunks: &[usize],
+    whole: bool,
+) -> (Vec<ModelFrame>, Option<ProtocolError>, usize) {
     let mut decoder = StreamDecoder::new(ctx);
     let mut frames = Vec::new();
     let mut current: Option<(Header, Vec<u32>, Vec<u8>)> = None;
@@ -235,6 +252,34 @@ fn stream_decode(
         let (mut input, tail) = rest.split_at(size);
         rest = tail;
         loop {
+            if whole {
+                match decoder.decode_whole(input) {
+                    Ok(Some((len, header))) => {
+                        assert!(current.is_none(), "a whole frame inside a frame");
+                        let frame = &input[..len];
+                        let mut segments = Vec::new();
+                        let mut at = header.head_len();
+                        for entry in frame[HEADER_LEN..at].chunks_exact(4) {
+                            let len = u32::from_le_bytes(entry.try_into().unwrap()) as usize;
+                            segments.push(frame[at..at + len].to_vec());
+                            at += len;
+                        }
+                        assert_eq!(at, len);
+                        // Decoding is canonical: the header re-encodes to the frame's bytes.
+                        assert_eq!(header.encode()[..], frame[..HEADER_LEN]);
+                        frames.push(ModelFrame { header, segments });
+                        consumed += len;
+                        input = &input[len..];
+                        continue;
+                    }
+                    Ok(None) => {}
+                    Err(error) => {
+                        assert_eq!(decoder.decode(&[]), Err(error));
+                        assert_eq!(decoder.decode_whole(input), Err(error));
+                        return (frames, Some(error), consumed);
+                    }
+                }
+            }
             let (used, event) = match decoder.decode(input) {
                 Ok(step) => step,
                 Err(error) => {
@@ -398,6 +443,10 @@ proptest! {
         let _ = Hello::decode(&bytes);
         let whole = whole_decode(&ctx, &bytes);
         let (frames, error, _) = stream_decode(ctx, &bytes, &chunks);
+        // The whole-frame step agrees with the event-wise one.
+        let (fast, fast_error, _) = stream_decode_with(ctx, &bytes, &chunks, true);
+        prop_assert_eq!(&fast, &frames);
+        prop_assert_eq!(fast_error, error);
         // A message that decodes whole is one frame to the stream decoder.
         if let Ok(frame) = whole {
             prop_assert_eq!(frames, vec![frame]);
@@ -425,6 +474,7 @@ proptest! {
         prop_assert_eq!(error, None);
         prop_assert_eq!(consumed, bytes.len());
         prop_assert_eq!(&decoded, &frames);
+        prop_assert_eq!(stream_decode_with(ctx, &bytes, &chunks, true), (frames.clone(), None, bytes.len()));
         // Whole-message decoding of each frame agrees with the model too.
         for frame in &frames {
             prop_assert_eq!(whole_decode(&ctx, &encode(frame)), Ok(frame.clone()));
@@ -470,6 +520,9 @@ proptest! {
         let whole = whole_decode(&ctx, &encoded[bad]);
         let bytes: Vec<u8> = encoded.concat();
         let (decoded, error, _) = stream_decode(ctx, &bytes, &chunks);
+        let (fast, fast_error, _) = stream_decode_with(ctx, &bytes, &chunks, true);
+        prop_assert_eq!(&fast, &decoded);
+        prop_assert_eq!(fast_error, error);
         prop_assert_eq!(&decoded[..bad.min(decoded.len())], &frames[..bad.min(decoded.len())]);
         match whole {
             Ok(frame) => {

@@ -26,9 +26,11 @@ pub(crate) enum ReadEvent {
 /// Memory use is bounded by the protocol limits: a frame's buffer is
 /// allocated only after its header passed every check (so its length is
 /// within `max_frame_bytes`), and at most one frame is assembled at a time.
-/// The bytes of a frame are exactly the bytes that came off the wire (the
-/// header is re-encoded from the decoded header, and decoding is
-/// canonical).
+/// The bytes of a frame are exactly the bytes that came off the wire: a
+/// frame that is whole in the input is checked in one step and copied as
+/// it is ([`StreamDecoder::decode_whole`]); one that arrives in pieces is
+/// rebuilt from its decoded header (decoding is canonical), length table
+/// and payload.
 #[derive(Debug)]
 pub(crate) struct FrameReader {
     decoder: StreamDecoder,
@@ -74,6 +76,20 @@ impl FrameReader {
     ) -> Result<usize, TcpError> {
         let mut rest = input;
         loop {
+            // Most reads hold many small frames whole: each is checked and
+            // copied in one step.
+            if let Some((len, header)) = self
+                .decoder
+                .decode_whole(rest)
+                .map_err(|error| self.protocol(error))?
+            {
+                let (frame, tail) = rest.split_at(len);
+                rest = tail;
+                if !sink(self.whole(&header, frame)?) {
+                    return Ok(input.len() - rest.len());
+                }
+                continue;
+            }
             let (used, event) = self
                 .decoder
                 .decode(rest)
@@ -95,6 +111,35 @@ impl FrameReader {
                 }
             }
         }
+    }
+
+    /// A frame the decoder checked whole (and counted): its bytes are
+    /// `frame`.
+    fn whole(&mut self, header: &Header, frame: &[u8]) -> Result<ReadEvent, TcpError> {
+        let ctx = self.decoder.context();
+        if self.said_goodbye {
+            return Err(TcpError::FrameAfterGoodbye {
+                peer: ctx.source(),
+                channel: ctx.channel(),
+            });
+        }
+        if let Message::Goodbye { frames_sent } = *header.message() {
+            // The decoder has counted the goodbye itself already.
+            let received = self.decoder.frames() - 1;
+            if frames_sent != received {
+                return Err(TcpError::Goodbye {
+                    peer: ctx.source(),
+                    channel: ctx.channel(),
+                    announced: frames_sent,
+                    received,
+                });
+            }
+            self.said_goodbye = true;
+            return Ok(ReadEvent::Goodbye);
+        }
+        let mut bytes = frame_buffers::take(frame.len());
+        bytes.extend_from_slice(frame);
+        Ok(ReadEvent::Frame(bytes))
     }
 
     fn start(&mut self, header: &Header) -> Result<(), TcpError> {
@@ -356,18 +401,57 @@ mod tests {
     #[test]
     fn a_goodbye_with_the_wrong_count_is_refused() {
         let wire = [request(1, b"a"), goodbye(2)].concat();
-        let error = feed_all(&mut reader(), &wire, 7).unwrap_err();
-        assert!(
-            matches!(
-                error,
-                TcpError::Goodbye {
-                    announced: 2,
-                    received: 1,
-                    ..
+        // Frame by frame, and whole frames at once (the decoder's one-step
+        // path, which counts the goodbye before the reader checks it).
+        for chunk in [7, 4096] {
+            let error = feed_all(&mut reader(), &wire, chunk).unwrap_err();
+            assert!(
+                matches!(
+                    error,
+                    TcpError::Goodbye {
+                        announced: 2,
+                        received: 1,
+                        ..
+                    }
+                ),
+                "{chunk}: {error}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_bad_frame_after_good_ones_is_refused_whole_or_in_pieces() {
+        let good = request(1, b"fine");
+        let mut bad = request(2, b"abcd");
+        // The first length entry no longer adds up to the payload length.
+        bad[HEADER_LEN..HEADER_LEN + LENGTH_ENTRY_LEN].copy_from_slice(&9u32.to_le_bytes());
+        let wire = [good.clone(), bad].concat();
+        for chunk in [1, 81, 4096] {
+            let mut r = reader();
+            let mut frames = Vec::new();
+            let mut error = None;
+            for piece in wire.chunks(chunk) {
+                if let Err(e) = r.feed(piece, &mut |event| {
+                    frames.push(event);
+                    true
+                }) {
+                    error = Some(e);
+                    break;
                 }
-            ),
-            "{error}"
-        );
+            }
+            assert_eq!(frames, [ReadEvent::Frame(good.clone())], "{chunk}");
+            assert!(
+                matches!(
+                    error,
+                    Some(TcpError::Protocol {
+                        error: ProtocolError::SegmentTooLarge { .. }
+                            | ProtocolError::LengthMismatch { .. },
+                        ..
+                    })
+                ),
+                "{chunk}: {error:?}"
+            );
+        }
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! The stream decoder over arbitrary bytes in pseudo-random chunks, checked
 //! against whole-message decoding frame by frame: every frame it completes
 //! decodes whole to the same header and segments, and its first error is
-//! the whole-message error of the same frame.
+//! the whole-message error of the same frame. A second pass over the same
+//! chunks offers each input to `decode_whole` first (as the TCP reader
+//! does) and must find the same frames and the same first error.
 //!
 //! Input: the three context bytes (see `dinah_fuzz`), one chunking seed
 //! byte, then the stream.
@@ -9,7 +11,7 @@
 #![no_main]
 
 use dinah_core::wire::{
-    HEADER_LEN, Header, ProtocolError, StreamDecoder, StreamEvent, decode_frame,
+    DecodeContext, HEADER_LEN, Header, ProtocolError, StreamDecoder, StreamEvent, decode_frame,
 };
 use dinah_fuzz::{Chunks, split_context};
 use libfuzzer_sys::fuzz_target;
@@ -31,6 +33,8 @@ fuzz_target!(|data: &[u8]| {
     let mut payload = Vec::new();
     let mut remaining = stream;
     let mut failure: Option<ProtocolError> = None;
+    // Where each completed frame starts and ends.
+    let mut frames = Vec::new();
     'outer: while !remaining.is_empty() {
         let size = chunks.next().unwrap_or(1).min(remaining.len());
         let (mut input, tail) = remaining.split_at(size);
@@ -66,6 +70,7 @@ fuzz_target!(|data: &[u8]| {
                             assert_eq!(frame.payload(), &payload[..]);
                             lengths.clear();
                             payload.clear();
+                            frames.push((start, offset));
                             start = offset;
                         }
                     }
@@ -73,6 +78,7 @@ fuzz_target!(|data: &[u8]| {
             }
         }
     }
+    assert_eq!(whole_first(ctx, stream, seed), (frames, failure));
     let Some(error) = failure else {
         // Every chunk was drained, so the decoder is between frames exactly
         // when the last frame ended at the end of the input; otherwise the
@@ -102,3 +108,55 @@ fuzz_target!(|data: &[u8]| {
         Ok(_) => {}
     }
 });
+
+/// The same stream in the same chunks, each input offered to
+/// `decode_whole` before `decode`: where each frame starts and ends, and
+/// the first error.
+fn whole_first(
+    ctx: DecodeContext,
+    stream: &[u8],
+    seed: u8,
+) -> (Vec<(usize, usize)>, Option<ProtocolError>) {
+    let mut decoder = StreamDecoder::new(ctx);
+    let mut chunks = Chunks::new(seed);
+    let mut frames = Vec::new();
+    let (mut start, mut offset) = (0, 0);
+    let mut remaining = stream;
+    while !remaining.is_empty() {
+        let size = chunks.next().unwrap_or(1).min(remaining.len());
+        let (mut input, tail) = remaining.split_at(size);
+        remaining = tail;
+        loop {
+            match decoder.decode_whole(input) {
+                Err(error) => return (frames, Some(error)),
+                Ok(Some((len, header))) => {
+                    assert_eq!(header.frame_len(), len);
+                    let whole = decode_frame(&input[..len], &ctx).expect("a whole frame decodes");
+                    assert_eq!(*whole.header(), header);
+                    frames.push((offset, offset + len));
+                    offset += len;
+                    start = offset;
+                    input = &input[len..];
+                    continue;
+                }
+                Ok(None) => {}
+            }
+            match decoder.decode(input) {
+                Err(error) => return (frames, Some(error)),
+                Ok((used, event)) => {
+                    input = &input[used..];
+                    offset += used;
+                    match event {
+                        None => break,
+                        Some(StreamEvent::FrameEnd) => {
+                            frames.push((start, offset));
+                            start = offset;
+                        }
+                        Some(_) => {}
+                    }
+                }
+            }
+        }
+    }
+    (frames, None)
+}

@@ -189,6 +189,87 @@ impl StreamDecoder {
         }
     }
 
+    /// Decodes a whole frame in one step when `input` starts with one: the
+    /// decoder is between frames and every byte of the next frame is in
+    /// `input`. Checks exactly what [`decode`](Self::decode) checks for the
+    /// same bytes, reports the same first error (and stays failed after
+    /// it), and counts the frame as its [`FrameEnd`](StreamEvent::FrameEnd)
+    /// would. Returns the frame's length and its header: the frame is
+    /// `input[..len]`, byte for byte, since decoding is canonical.
+    ///
+    /// `Ok(None)` consumes nothing and changes nothing: the decoder is
+    /// inside a frame, or `input` ends before the frame does; go on with
+    /// [`decode`](Self::decode), which takes partial frames.
+    /// A transport reading many small frames per system call saves the
+    /// per-event steps and copies this way.
+    ///
+    /// # Errors
+    ///
+    /// As [`decode`](Self::decode): the frame's first [`ProtocolError`];
+    /// once failed, every call returns the same error.
+    #[inline]
+    pub fn decode_whole(&mut self, input: &[u8]) -> Result<Option<(usize, Header)>, ProtocolError> {
+        if let State::Failed(error) = self.state {
+            return Err(error);
+        }
+        if !self.at_frame_boundary() {
+            return Ok(None);
+        }
+        let Some((head, _)) = input.split_first_chunk::<HEADER_LEN>() else {
+            return Ok(None);
+        };
+        match self.check_whole(head, input) {
+            Ok(Some(whole)) => {
+                self.frames += 1;
+                Ok(Some(whole))
+            }
+            Ok(None) => Ok(None),
+            Err(error) => {
+                self.state = State::Failed(error);
+                Err(error)
+            }
+        }
+    }
+
+    /// The checks of [`decode_whole`](Self::decode_whole), in the order the
+    /// event-wise decoder makes them.
+    #[inline]
+    fn check_whole(
+        &self,
+        head: &[u8; HEADER_LEN],
+        input: &[u8],
+    ) -> Result<Option<(usize, Header)>, ProtocolError> {
+        let header = Header::decode_array(head, &self.ctx)?;
+        let len = header.frame_len();
+        if input.len() < len {
+            return Ok(None);
+        }
+        let segments = usize::from(header.segment_count());
+        if segments == 0 {
+            // The header checked that a frame without segments carries no
+            // payload.
+            return Ok(Some((len, header)));
+        }
+        let table_end = HEADER_LEN + segments * LENGTH_ENTRY_LEN;
+        let mut check = TableCheck::new(&header);
+        for (index, entry) in input[HEADER_LEN..table_end]
+            .chunks_exact(LENGTH_ENTRY_LEN)
+            .enumerate()
+        {
+            let mut bytes = [0; LENGTH_ENTRY_LEN];
+            bytes.copy_from_slice(entry);
+            // At most `u16::MAX` segments.
+            check.entry(index as u16, u32::from_le_bytes(bytes), self.ctx.limits())?;
+        }
+        check.finish()?;
+        if header.kind() == MessageKind::Error {
+            let mut text = Utf8Stream::default();
+            text.feed(&input[table_end..len])?;
+            text.finish()?;
+        }
+        Ok(Some((len, header)))
+    }
+
     /// Collects up to `N` bytes into the buffer; the full array once there
     /// are `N`, read straight from `input` when nothing is buffered.
     fn fill<const N: usize>(&mut self, input: &[u8]) -> (usize, Option<[u8; N]>) {

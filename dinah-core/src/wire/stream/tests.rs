@@ -282,3 +282,51 @@ fn assembler_needs_room_for_the_largest_frame_and_stays_failed() {
     assert_eq!(assembler.finish(), Err(error));
     assert_eq!(assembler.into_inner().len(), 256);
 }
+
+#[test]
+fn whole_frames_decode_in_one_step_and_partial_ones_are_left_alone() {
+    for (message, channel) in every_message() {
+        let bytes = frame_of(message);
+        let mut decoder = StreamDecoder::new(ctx(channel));
+        // Short by a byte: declined, nothing consumed or counted.
+        assert_eq!(decoder.decode_whole(&bytes[..bytes.len() - 1]), Ok(None));
+        assert!(decoder.at_frame_boundary());
+        assert_eq!(decoder.frames(), 0);
+        // Whole, with the next frame's first bytes behind it.
+        let mut stream = bytes.clone();
+        stream.extend_from_slice(&bytes[..10]);
+        assert_eq!(
+            decoder.decode_whole(&stream),
+            Ok(Some((bytes.len(), header_of(message))))
+        );
+        assert_eq!(decoder.frames(), 1);
+        assert!(decoder.at_frame_boundary());
+        // Inside a frame (its header taken event by event): declined.
+        let (used, event) = decoder.decode(&bytes).unwrap();
+        assert!(matches!(event, Some(StreamEvent::FrameStart(_))));
+        assert_eq!(decoder.decode_whole(&bytes[used..]), Ok(None));
+        // The rest of the frame, event by event, ends it.
+        let mut input = &bytes[used..];
+        loop {
+            let (used, event) = decoder.decode(input).unwrap();
+            input = &input[used..];
+            if event == Some(StreamEvent::FrameEnd) {
+                break;
+            }
+        }
+        assert!(input.is_empty());
+        assert_eq!(decoder.frames(), 2);
+    }
+}
+
+#[test]
+fn a_bad_whole_frame_fails_the_decoder_with_the_whole_message_error() {
+    let ctx = ctx(Channel::Action);
+    let bad = patched(frame_of(request()), 80, &10u32.to_le_bytes());
+    let whole = decode_frame(&bad, &ctx).unwrap_err();
+    let mut decoder = StreamDecoder::new(ctx);
+    assert_eq!(decoder.decode_whole(&bad), Err(whole));
+    assert_eq!(decoder.error(), Some(whole));
+    assert_eq!(decoder.decode_whole(&frame_of(request())), Err(whole));
+    assert_eq!(decoder.decode(&[]), Err(whole));
+}
