@@ -116,24 +116,8 @@ impl FrameReader {
     /// A frame the decoder checked whole (and counted): its bytes are
     /// `frame`.
     fn whole(&mut self, header: &Header, frame: &[u8]) -> Result<ReadEvent, TcpError> {
-        let ctx = self.decoder.context();
-        if self.said_goodbye {
-            return Err(TcpError::FrameAfterGoodbye {
-                peer: ctx.source(),
-                channel: ctx.channel(),
-            });
-        }
-        if let Message::Goodbye { frames_sent } = *header.message() {
-            // The decoder has counted the goodbye itself already.
-            let received = self.decoder.frames() - 1;
-            if frames_sent != received {
-                return Err(TcpError::Goodbye {
-                    peer: ctx.source(),
-                    channel: ctx.channel(),
-                    announced: frames_sent,
-                    received,
-                });
-            }
+        // The decoder has counted this frame already.
+        if self.follows(header, self.decoder.frames() - 1)? {
             self.said_goodbye = true;
             return Ok(ReadEvent::Goodbye);
         }
@@ -143,25 +127,9 @@ impl FrameReader {
     }
 
     fn start(&mut self, header: &Header) -> Result<(), TcpError> {
-        let ctx = self.decoder.context();
-        if self.said_goodbye {
-            return Err(TcpError::FrameAfterGoodbye {
-                peer: ctx.source(),
-                channel: ctx.channel(),
-            });
-        }
-        if let Message::Goodbye { frames_sent } = *header.message() {
-            // Frames completed before this one: the goodbye's own FrameEnd
-            // has not been counted yet.
-            let received = self.decoder.frames();
-            if frames_sent != received {
-                return Err(TcpError::Goodbye {
-                    peer: ctx.source(),
-                    channel: ctx.channel(),
-                    announced: frames_sent,
-                    received,
-                });
-            }
+        // Frames completed before this one: its FrameEnd has not been
+        // counted yet.
+        if self.follows(header, self.decoder.frames())? {
             self.in_goodbye = true;
             return Ok(());
         }
@@ -173,6 +141,31 @@ impl FrameReader {
         frame.extend_from_slice(&header.encode());
         self.current = frame;
         Ok(())
+    }
+
+    /// Checks that a frame with `header` may follow the `received` frames
+    /// before it: nothing follows the goodbye, and a goodbye's count must
+    /// match. Returns whether it is the goodbye.
+    fn follows(&self, header: &Header, received: u64) -> Result<bool, TcpError> {
+        let ctx = self.decoder.context();
+        if self.said_goodbye {
+            return Err(TcpError::FrameAfterGoodbye {
+                peer: ctx.source(),
+                channel: ctx.channel(),
+            });
+        }
+        let Message::Goodbye { frames_sent } = *header.message() else {
+            return Ok(false);
+        };
+        if frames_sent != received {
+            return Err(TcpError::Goodbye {
+                peer: ctx.source(),
+                channel: ctx.channel(),
+                announced: frames_sent,
+                received,
+            });
+        }
+        Ok(true)
     }
 
     fn end(&mut self) -> ReadEvent {
