@@ -278,6 +278,7 @@ where
     /// first), [`PendingInsertError::Full`] if every slot is taken
     /// (resource exhaustion). Either way the table is unchanged and the
     /// error gives `value` back.
+    #[inline]
     pub fn insert(
         &mut self,
         id: RequestId,
@@ -372,6 +373,7 @@ where
 
     /// Forgets the call `id` (its future was dropped or it was answered)
     /// and returns its handle; `None` if it was not pending.
+    #[inline]
     pub fn remove(&mut self, id: RequestId) -> Option<P> {
         match slots::find(self.storage.as_ref(), id) {
             Probe::Found { bucket, slot } => self.take(bucket, slot).map(|(_, value)| value),
