@@ -25,6 +25,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use crossbeam_queue::ArrayQueue;
+use crossbeam_utils::CachePadded;
 use dinah_core::{CancelFlag, DomainId, Drainers, TaskId, TaskOutcome};
 
 use admission::{Admission, AdmissionGuard, Refusal};
@@ -61,15 +62,20 @@ pub(crate) struct DomainShared {
     /// context reports it.
     pub(crate) cancel_running: CancelFlag,
     pub(crate) instrumentation: Option<Arc<Instrumentation>>,
-    /// The next task ID (`Relaxed`: only uniqueness matters).
-    next_task: AtomicU64,
+    /// The next task ID (`Relaxed`: only uniqueness matters). On a cache
+    /// line of its own, like the other counters a submission updates:
+    /// the submitting thread (usually the runtime's owner) then keeps it,
+    /// instead of fetching it back from the workers that write the
+    /// fields around it (see `docs/architecture.md`).
+    next_task: CachePadded<AtomicU64>,
     /// Jobs and batch tasks a cancelling shutdown stopped before they ran
     /// (`Relaxed`: a count read after the work is done, when the
     /// admission counter has already synchronised with it).
     shutdown_cancelled: AtomicUsize,
     /// The trampolines draining the queue: a job starts a new one while
-    /// fewer than `workers` are active.
-    trampolines: Drainers,
+    /// fewer than `workers` are active. Its own cache line: submitters
+    /// and workers both update it.
+    trampolines: CachePadded<Drainers>,
     /// The context the domain's owner gave its jobs, if any.
     drain_context: OnceLock<Box<dyn DrainContext>>,
 }
@@ -305,9 +311,9 @@ impl Domain {
             queue,
             cancel_running: CancelFlag::new(),
             instrumentation,
-            next_task: AtomicU64::new(1),
+            next_task: CachePadded::new(AtomicU64::new(1)),
             shutdown_cancelled: AtomicUsize::new(0),
-            trampolines: Drainers::new(pool.current_num_threads()),
+            trampolines: CachePadded::new(Drainers::new(pool.current_num_threads())),
             drain_context: OnceLock::new(),
         });
         Ok(Self {

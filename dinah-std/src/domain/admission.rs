@@ -37,6 +37,8 @@
 //!   were not there.
 
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+
+use crossbeam_utils::CachePadded;
 use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::Instant;
 
@@ -80,7 +82,10 @@ pub(crate) enum Refusal {
 #[derive(Debug)]
 pub(crate) struct Admission {
     state: AtomicU8,
-    in_flight: AtomicUsize,
+    /// On a cache line of its own: submitters raise it and workers lower
+    /// it, and the read-mostly fields beside it (`state`, `capacity`)
+    /// would otherwise be fetched again after every such update.
+    in_flight: CachePadded<AtomicUsize>,
     capacity: usize,
     /// Guards nothing but the wake-up of a shutdown waiting in
     /// [`wait_idle`](Self::wait_idle).
@@ -92,7 +97,7 @@ impl Admission {
     pub(crate) fn new(capacity: usize) -> Self {
         Self {
             state: AtomicU8::new(OPEN),
-            in_flight: AtomicUsize::new(0),
+            in_flight: CachePadded::new(AtomicUsize::new(0)),
             capacity,
             idle_lock: Mutex::new(()),
             idle: Condvar::new(),

@@ -18,6 +18,7 @@ use std::sync::{Mutex, PoisonError};
 use std::task::Waker;
 
 use crossbeam_queue::ArrayQueue;
+use crossbeam_utils::CachePadded;
 
 use dinah_core::{LimitField, LimitProblem, LimitsError, RuntimeLimits, TaskId, TaskOutcome};
 
@@ -76,7 +77,11 @@ pub struct Completion<K, T, E> {
 /// ```
 pub struct CompletionQueue<K, T, E> {
     queue: ArrayQueue<Completion<K, T, E>>,
-    reserved: AtomicUsize,
+    /// Raised by submissions and lowered by `pop` (in a runtime, both on
+    /// its owner thread); on a cache line of its own, so the workers' reads of
+    /// `has_waker` and the queue's fields in `deliver` do not take the
+    /// line away from the owner after every update.
+    reserved: CachePadded<AtomicUsize>,
     has_waker: AtomicBool,
     waker: Mutex<Option<Waker>>,
 }
@@ -93,7 +98,7 @@ impl<K, T, E> CompletionQueue<K, T, E> {
         let queue = ArrayQueue::new(capacity.get());
         Self {
             queue,
-            reserved: AtomicUsize::new(0),
+            reserved: CachePadded::new(AtomicUsize::new(0)),
             has_waker: AtomicBool::new(false),
             waker: Mutex::new(None),
         }
