@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock, Weak};
 
 use crossbeam_queue::ArrayQueue;
+use crossbeam_utils::CachePadded;
 use dinah_core::wire::{Call, ErrorCode};
 use dinah_core::{
     AtomicRuntimeState, DomainId, ProtocolLimits, Rank, RequestIdAllocator, RuntimeLimits,
@@ -106,14 +107,17 @@ impl CompletionSink<JobKey, JobOutput, JobFailure> for DomainSink {
 /// so a flooded domain cannot take the completion slots of another.
 pub(crate) struct CompletionSet {
     queues: Vec<(DomainId, Arc<Completions>)>,
-    next: std::sync::atomic::AtomicUsize,
+    /// The domain whose turn is next. Updated by the owner on every pop
+    /// with more than one domain, so on its own cache line: workers read
+    /// `queues` on every delivery.
+    next: CachePadded<std::sync::atomic::AtomicUsize>,
 }
 
 impl CompletionSet {
     pub(crate) fn new(queues: Vec<(DomainId, Arc<Completions>)>) -> Self {
         Self {
             queues,
-            next: std::sync::atomic::AtomicUsize::new(0),
+            next: CachePadded::new(std::sync::atomic::AtomicUsize::new(0)),
         }
     }
 
@@ -124,6 +128,10 @@ impl CompletionSet {
 
     /// A completion from any domain, taking the domains in turn.
     pub(crate) fn pop(&self) -> Option<crate::domain::Completion<JobKey, JobOutput, JobFailure>> {
+        if let [(_, only)] = self.queues.as_slice() {
+            // One domain (the usual case): no turn to take.
+            return only.pop();
+        }
         let n = self.queues.len();
         let start = self.next.fetch_add(1, Ordering::Relaxed);
         (0..n).find_map(|i| self.queues[(start + i) % n].1.pop())
@@ -145,13 +153,15 @@ impl CompletionSet {
 /// the caller's thread), taken out for shutdown.
 #[derive(Default)]
 pub(crate) struct Domains {
-    domains: RwLock<Vec<(DomainId, Domain)>>,
+    /// On its own cache line: every pooled submission takes the read lock,
+    /// a write to the lock's state.
+    domains: CachePadded<RwLock<Vec<(DomainId, Domain)>>>,
 }
 
 impl Domains {
     pub(crate) fn new(domains: Vec<(DomainId, Domain)>) -> Self {
         Self {
-            domains: RwLock::new(domains),
+            domains: CachePadded::new(RwLock::new(domains)),
         }
     }
 
