@@ -37,10 +37,10 @@
 //!   were not there.
 
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
-
-use crossbeam_utils::CachePadded;
 use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::Instant;
+
+use crossbeam_utils::CachePadded;
 
 /// The domain admits new jobs.
 pub(crate) const OPEN: u8 = 0;
