@@ -16,6 +16,7 @@ mod helpers;
 mod instrument;
 mod job;
 mod shutdown;
+mod spare_jobs;
 mod wait;
 
 use std::fmt;
@@ -34,6 +35,7 @@ use handle::{JobCore, JobSlot};
 pub(crate) use job::CompletionSink;
 use job::{CompletionJob, HandleJob, QueuedJob, Work};
 use shutdown::Roster;
+pub(crate) use spare_jobs::SpareJobs;
 use wait::{AdaptiveSpin, Pace};
 
 pub use batch_results::{BatchFailure, BatchResult, BatchResults, BatchResultsIntoIter};
@@ -381,18 +383,22 @@ impl Domain {
         T: Send + 'static,
         E: Send + 'static,
     {
-        self.try_submit_to_sink(completions, Arc::clone(completions), key, job)
+        self.try_submit_to_sink(completions, Arc::clone(completions), key, job, None)
     }
 
     /// As [`try_submit_to`](Self::try_submit_to), with the outcome
     /// delivered through `sink` (which must push it into `completions`,
-    /// where the slot is reserved).
+    /// where the slot is reserved). With `spare`, the job is written into
+    /// a block kept there when one of its type is, instead of a new
+    /// allocation (give the canceller's block back with
+    /// [`JobCanceller::into_block`] once the outcome is in).
     pub(crate) fn try_submit_to_sink<K, F, S, T, E>(
         &self,
         completions: &CompletionQueue<K, T, E>,
         sink: S,
         key: K,
         job: F,
+        spare: Option<&mut SpareJobs>,
     ) -> Result<JobCanceller, TrySubmitError<(K, F)>>
     where
         K: Send + 'static,
@@ -409,14 +415,24 @@ impl Domain {
             return Err(TrySubmitError::CompletionsFull((key, job)));
         }
         let task = self.next_task();
-        let job = Arc::new(CompletionJob {
+        let fresh = CompletionJob {
             core: JobCore {
                 task,
                 cancel: CancelFlag::new(),
             },
             work: Work::new((key, job, sink)),
             outcome: PhantomData,
-        });
+        };
+        let job = match spare.and_then(SpareJobs::take::<CompletionJob<K, F, S, T, E>>) {
+            Some(mut block) => match Arc::get_mut(&mut block) {
+                Some(slot) => {
+                    *slot = fresh;
+                    block
+                }
+                None => Arc::new(fresh),
+            },
+            None => Arc::new(fresh),
+        };
         self.enqueue(Arc::clone(&job) as Arc<dyn QueuedJob>);
         Ok(JobCanceller::new(
             job,

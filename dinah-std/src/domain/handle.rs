@@ -18,6 +18,7 @@
 //! waiter that sees `DONE` finds the outcome stored (the outcome lock
 //! orders it too).
 
+use std::any::Any;
 use std::fmt;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -40,6 +41,9 @@ const WAITING: u8 = 2;
 pub(crate) trait CancelTarget: Send + Sync {
     fn cancel_flag(&self) -> &CancelFlag;
     fn task_id(&self) -> TaskId;
+    /// The target itself, as a block a [`SpareJobs`](super::spare_jobs::SpareJobs)
+    /// may keep.
+    fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync>;
 }
 
 /// The identity and cancellation flag of a job without a handle (a job
@@ -124,12 +128,15 @@ impl<T, E> JobSlot<T, E> {
     }
 }
 
-impl<T: Send, E: Send> CancelTarget for JobSlot<T, E> {
+impl<T: Send + 'static, E: Send + 'static> CancelTarget for JobSlot<T, E> {
     fn cancel_flag(&self) -> &CancelFlag {
         &self.cancel
     }
     fn task_id(&self) -> TaskId {
         self.task
+    }
+    fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync> {
+        self
     }
 }
 
@@ -156,6 +163,12 @@ impl JobCanceller {
             domain,
             instrumentation,
         }
+    }
+
+    /// The job's block, for a [`SpareJobs`](super::spare_jobs::SpareJobs)
+    /// to reuse once nothing else holds it.
+    pub(crate) fn into_block(self) -> Arc<dyn Any + Send + Sync> {
+        self.target.into_any()
     }
 
     /// Requests cancellation. Returns `true` for the one call that made the

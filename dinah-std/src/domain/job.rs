@@ -299,15 +299,20 @@ pub(crate) struct CompletionJob<K, F, S, T, E> {
 
 impl<K, F, S, T, E> CancelTarget for CompletionJob<K, F, S, T, E>
 where
-    K: Send,
-    F: Send,
-    S: Send,
+    K: Send + 'static,
+    F: Send + 'static,
+    S: Send + 'static,
+    T: 'static,
+    E: 'static,
 {
     fn cancel_flag(&self) -> &CancelFlag {
         &self.core.cancel
     }
     fn task_id(&self) -> TaskId {
         self.core.task
+    }
+    fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync> {
+        self
     }
 }
 

@@ -275,12 +275,18 @@ fn jobs_and_sinks_see_the_domains_context_while_its_owner_lives() {
             seen: Arc::clone(&seen),
         };
         domain
-            .try_submit_to_sink(&queue, sink, key, |ctx: &JobContext<'_>| {
-                Ok(ctx
-                    .drain_context()
-                    .and_then(|c| c.downcast_ref::<u32>())
-                    .map(|v| v + 1))
-            })
+            .try_submit_to_sink(
+                &queue,
+                sink,
+                key,
+                |ctx: &JobContext<'_>| {
+                    Ok(ctx
+                        .drain_context()
+                        .and_then(|c| c.downcast_ref::<u32>())
+                        .map(|v| v + 1))
+                },
+                None,
+            )
             .unwrap();
         loop {
             if let Some(completion) = queue.pop() {

@@ -248,7 +248,7 @@ impl RuntimeClient {
                     domain: call.domain,
                 };
                 domain
-                    .try_submit_to_sink(completions, sink, key, job)
+                    .try_submit_to_sink(completions, sink, key, job, None)
                     .map_err(|refusal| {
                         matches!(
                             refusal,

@@ -17,7 +17,9 @@ use super::registry::{ActionContext, ErasedHandler};
 use super::response_buffers::ResponseBuffers;
 use super::shared::{DomainSink, JobFailure, JobKey, JobOutput, Shared, context_client};
 use crate::action::SegmentReader;
-use crate::domain::{Completion, InlineRunner, JobCanceller, JobContext, TrySubmitError};
+use crate::domain::{
+    Completion, InlineRunner, JobCanceller, JobContext, SpareJobs, TrySubmitError,
+};
 
 /// Why a request was not admitted.
 enum Refusal {
@@ -26,6 +28,11 @@ enum Refusal {
     /// Every dedup entry is running.
     Full,
 }
+
+/// The most finished job blocks a receiver keeps for reuse (fewer when
+/// the action queue is shorter): a burst of completions refills the
+/// next burst of submissions without the allocator.
+const SPARE_JOBS: usize = 1024;
 
 /// Owner-thread state for requests from peers.
 pub(crate) struct Receiver {
@@ -36,6 +43,8 @@ pub(crate) struct Receiver {
     buffers: ResponseBuffers,
     /// Running jobs, by dedup slot: who asked, and how to cancel.
     running: Box<[Option<(DedupKey, JobCanceller)>]>,
+    /// Blocks of finished pooled jobs, reused for the next ones.
+    spare_jobs: SpareJobs,
     /// Responses waiting for room in the transport's action lane.
     outbox: VecDeque<(Rank, Vec<u8>)>,
     outbox_capacity: usize,
@@ -77,6 +86,7 @@ impl Receiver {
             cache: (0..entries).map(|_| None).collect(),
             buffers: ResponseBuffers::new(shared.limits.max_action_queue as usize),
             running: (0..entries).map(|_| None).collect(),
+            spare_jobs: SpareJobs::new((shared.limits.max_action_queue as usize).min(SPARE_JOBS)),
             outbox: VecDeque::with_capacity(outbox_capacity.min(1 << 16)),
             outbox_capacity,
             served: 0,
@@ -410,6 +420,7 @@ impl Receiver {
             crate::transport::frame_buffers::give(bytes);
             output
         };
+        let spare_jobs = &mut self.spare_jobs;
         let submitted = shared.completions.of(call.domain).and_then(|completions| {
             shared.domains.with(call.domain, |domain| {
                 // The refused job is dropped here; only whether the domain
@@ -420,6 +431,7 @@ impl Receiver {
                         sink,
                         JobKey::Remote { origin, call, slot },
                         job,
+                        Some(spare_jobs),
                     )
                     .map_err(|refusal| {
                         matches!(
@@ -534,7 +546,10 @@ impl Receiver {
         now: Instant,
     ) {
         let key = DedupKey::new(origin, call.request);
-        self.running[slot] = None;
+        if let Some((_, canceller)) = self.running[slot].take() {
+            // The worker let go of the job's block before delivering.
+            self.spare_jobs.give(canceller.into_block());
+        }
         let frame = match outcome {
             TaskOutcome::Completed(JobOutput::Frame(frame)) => frame,
             TaskOutcome::Completed(JobOutput::Value(_)) => frames::error(
