@@ -423,14 +423,8 @@ impl Domain {
             work: Work::new((key, job, sink)),
             outcome: PhantomData,
         };
-        let job = match spare.and_then(SpareJobs::take::<CompletionJob<K, F, S, T, E>>) {
-            Some(mut block) => match Arc::get_mut(&mut block) {
-                Some(slot) => {
-                    *slot = fresh;
-                    block
-                }
-                None => Arc::new(fresh),
-            },
+        let job = match spare {
+            Some(spare) => spare.make(fresh),
             None => Arc::new(fresh),
         };
         self.enqueue(Arc::clone(&job) as Arc<dyn QueuedJob>);

@@ -6,7 +6,7 @@
 //! Once the submitter has the outcome and drops the canceller, the block is
 //! usually its alone again. A submitter that keeps [`SpareJobs`] gives
 //! such blocks back ([`JobCanceller::into_block`]) and the next submission
-//! of the same job type writes its job into one ([`SpareJobs::take`])
+//! of the same job type writes its job into one ([`SpareJobs::make`])
 //! instead of allocating: with many actions in flight, the bursts of
 //! allocations and frees otherwise went past the allocator's per-thread
 //! cache.
@@ -39,7 +39,7 @@ impl SpareJobs {
         }
     }
 
-    /// Keeps `block` for a later [`take`](Self::take) if there is room
+    /// Keeps `block` for a later [`make`](Self::make) if there is room
     /// and nobody else holds it; drops it otherwise.
     pub(crate) fn give(&mut self, mut block: Arc<dyn Any + Send + Sync>) {
         if self.blocks.len() < self.keep && Arc::get_mut(&mut block).is_some() {
@@ -47,13 +47,24 @@ impl SpareJobs {
         }
     }
 
-    /// A kept block of type `J` that only the caller holds, ready to be
-    /// overwritten through [`Arc::get_mut`]; `None` if none is kept (a
-    /// block of another type is dropped).
-    pub(crate) fn take<J: Any + Send + Sync>(&mut self) -> Option<Arc<J>> {
-        let mut block = self.blocks.pop()?.downcast::<J>().ok()?;
-        Arc::get_mut(&mut block)?;
-        Some(block)
+    /// `value` in a shared block: a kept block of type `J` that only this
+    /// store holds, overwritten in place, or a new allocation if none is
+    /// kept (a kept block of another type is dropped).
+    pub(crate) fn make<J: Any + Send + Sync>(&mut self, value: J) -> Arc<J> {
+        let kept = self
+            .blocks
+            .pop()
+            .and_then(|block| block.downcast::<J>().ok());
+        match kept {
+            Some(mut block) => match Arc::get_mut(&mut block) {
+                Some(slot) => {
+                    *slot = value;
+                    block
+                }
+                None => Arc::new(value),
+            },
+            None => Arc::new(value),
+        }
     }
 
     /// Blocks kept right now.
@@ -83,12 +94,15 @@ mod tests {
         let clone = Arc::clone(&block);
         spare.give(block);
         assert_eq!(spare.len(), 0, "a shared block is not kept");
+        let at = Arc::as_ptr(&clone);
         spare.give(clone);
         assert_eq!(spare.len(), 1);
-        let mut again = spare.take::<u64>().expect("the kept block");
-        *Arc::get_mut(&mut again).expect("only the caller holds it") = 8;
+        let again = spare.make(8_u64);
         assert_eq!(*again, 8);
-        assert!(spare.take::<u64>().is_none());
+        assert_eq!(Arc::as_ptr(&again), at, "the kept block was reused");
+        assert_eq!(spare.len(), 0);
+        let fresh = spare.make(9_u64);
+        assert_ne!(Arc::as_ptr(&fresh), at, "nothing kept: a new block");
     }
 
     #[test]
@@ -97,7 +111,7 @@ mod tests {
         spare.give(Arc::new(1_u32));
         spare.give(Arc::new(2_u32));
         assert_eq!(spare.len(), 1, "the second block is freed");
-        assert!(spare.take::<u64>().is_none(), "a block of another type");
+        assert_eq!(*spare.make(3_u64), 3, "a block of another type");
         assert_eq!(spare.len(), 0, "and it was dropped");
     }
 }
