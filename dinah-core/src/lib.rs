@@ -10,12 +10,14 @@ mod sync;
 #[cfg(doctest)]
 mod compile_fail;
 
+mod admission;
 mod cancel;
 mod drainers;
 mod id;
 mod limits;
 mod metrics;
 mod mpmc;
+mod padded;
 mod queue;
 mod rank;
 mod request_id;
@@ -31,6 +33,7 @@ mod fingerprint;
 mod pending;
 pub mod wire;
 
+pub use admission::*;
 pub use cancel::*;
 pub use deadline::*;
 pub use dedup::*;

@@ -14,7 +14,8 @@ mod slot;
 pub use error::{MpmcPushError, MpmcStorageError};
 pub use slot::MpmcSlot;
 
-use slot::{Backoff, FULL, Padded};
+use crate::padded::Padded;
+use slot::{Backoff, FULL};
 
 /// A bounded MPMC queue whose `N` slots live inline (in a `static`, on the
 /// stack, or inside another value).

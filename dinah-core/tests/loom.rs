@@ -6,6 +6,7 @@
 #![cfg(dinah_loom)]
 
 mod loom {
+    mod admission;
     mod cancel;
     mod drainers;
     mod mpmc;

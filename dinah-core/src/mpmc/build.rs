@@ -2,7 +2,8 @@
 
 use core::marker::PhantomData;
 
-use super::{MpmcQueue, MpmcSlot, MpmcStorageError, Padded};
+use super::{MpmcQueue, MpmcSlot, MpmcStorageError};
+use crate::padded::Padded;
 use crate::sync::AtomicUsize;
 
 /// `one_lap` for a queue of `capacity` slots: the smallest power of two

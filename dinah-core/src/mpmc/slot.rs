@@ -1,5 +1,4 @@
-//! The pieces the queue is built from: slots, the spin backoff and the
-//! cache-line padding of the two indices.
+//! The pieces the queue is built from: slots and the spin backoff.
 
 use core::fmt;
 
@@ -126,51 +125,5 @@ impl Backoff {
     #[cfg(dinah_loom)]
     pub(super) fn spin(&mut self) {
         spin_loop();
-    }
-}
-
-/// Keeps a value on its own cache line(s), so the producers' index and the
-/// consumers' index do not invalidate each other's line.
-///
-/// 128 bytes on targets whose prefetcher pulls cache lines in pairs (as
-/// crossbeam's `CachePadded` does), 32 on small embedded cores, 64
-/// elsewhere.
-#[cfg_attr(
-    any(
-        target_arch = "x86_64",
-        target_arch = "aarch64",
-        target_arch = "powerpc64"
-    ),
-    repr(align(128))
-)]
-#[cfg_attr(
-    any(
-        target_arch = "arm",
-        target_arch = "mips",
-        target_arch = "riscv32",
-        target_arch = "msp430"
-    ),
-    repr(align(32))
-)]
-#[cfg_attr(
-    not(any(
-        target_arch = "x86_64",
-        target_arch = "aarch64",
-        target_arch = "powerpc64",
-        target_arch = "arm",
-        target_arch = "mips",
-        target_arch = "riscv32",
-        target_arch = "msp430"
-    )),
-    repr(align(64))
-)]
-#[derive(Debug)]
-pub(super) struct Padded<T>(pub(super) T);
-
-impl<T> core::ops::Deref for Padded<T> {
-    type Target = T;
-
-    fn deref(&self) -> &T {
-        &self.0
     }
 }

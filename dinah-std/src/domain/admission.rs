@@ -7,49 +7,31 @@
 //! admissions fail from then on, and a shutdown waits for the in-flight
 //! count to reach zero.
 //!
-//! # Memory ordering
+//! The counting is [`dinah_core::AdmissionCounter`]'s: submitters (the
+//! runtime's owner thread, mostly) write one cache line and the workers
+//! that release write another, and the core type's documentation gives the
+//! ordering argument, checked with loom in dinah-core. This module adds
+//! the waiting: a shutdown sleeps on a condition variable, and the release
+//! that the counter says left a closed domain idle wakes it under the same
+//! lock, so the wake-up cannot fall between the shutdown's check and its
+//! sleep.
 //!
-//! - `try_admit` raises `in_flight` with a `SeqCst` compare-exchange and then
-//!   loads `state` with `SeqCst`; `close` stores `state` with `SeqCst` and
-//!   the shutdown then loads `in_flight` with `SeqCst` (in
-//!   [`Admission::wait_idle`]). These four operations are in one total
-//!   order: if an admission saw the domain open, its increment precedes the
-//!   close in that order, so the shutdown's later load counts it. Either the
-//!   admission fails or the shutdown waits for the job; a job can never
-//!   slip in unseen.
-//! - `release` lowers `in_flight` with `SeqCst` after the job's outcome was
-//!   delivered, so a shutdown that reads zero (`SeqCst`, which includes
-//!   `Acquire`) sees every effect of the jobs it waited for. The releaser
-//!   then loads `state` (`SeqCst`) to decide whether a shutdown may be
-//!   waiting; by the same total-order argument a waiter that closed the
-//!   domain before that load is woken, and one that closed it after sees
-//!   the decrement itself.
-//! - The fast-path `state` load before the compare-exchange and
-//!   [`Admission::cancels_queued`] are `Relaxed`: the first only avoids a
-//!   pointless increment (the `SeqCst` re-check decides), the second is a
-//!   best-effort early exit for work that has not started, whose
-//!   correctness does not depend on seeing the store promptly.
-//! - `cancels_queued` first loads the process-wide count of cancelling
-//!   domains (`Relaxed`). `close` raises it before it returns, and only
-//!   this admission's drop lowers it again, so a thread that `close`
-//!   happened before (a worker woken by the shutdown, say) sees a count of
-//!   at least one and goes on to read the state, exactly as if the count
-//!   were not there.
+//! # The process-wide cancelling count
+//!
+//! [`Admission::cancels_queued`] first loads the process-wide count of
+//! cancelling domains (`Relaxed`). `close` raises it before it returns,
+//! and only this admission's drop lowers it again, so a thread that
+//! `close` happened before (a worker woken by the shutdown, say) sees a
+//! count of at least one and goes on to read the state, exactly as if the
+//! count were not there.
 
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::Instant;
 
-use crossbeam_utils::CachePadded;
+use dinah_core::{AdmissionCounter, AdmissionState, AdmitError};
 
-/// The domain admits new jobs.
-pub(crate) const OPEN: u8 = 0;
-/// Shutting down: no new jobs; queued ones still run.
-pub(crate) const DRAINING: u8 = 1;
-/// Shutting down: no new jobs; queued ones are cancelled without running.
-pub(crate) const CANCELLING: u8 = 2;
-
-/// Domains of this process whose state is `CANCELLING` and whose
+/// Domains of this process whose state is `Cancelling` and whose
 /// admission still exists: the fast path of
 /// [`Admission::cancels_queued`].
 ///
@@ -81,12 +63,7 @@ pub(crate) enum Refusal {
 /// The admission counter and lifecycle state of one domain.
 #[derive(Debug)]
 pub(crate) struct Admission {
-    state: AtomicU8,
-    /// On a cache line of its own: submitters raise it and workers lower
-    /// it, and the read-mostly fields beside it (`state`, `capacity`)
-    /// would otherwise be fetched again after every such update.
-    in_flight: CachePadded<AtomicUsize>,
-    capacity: usize,
+    counter: AdmissionCounter,
     /// Guards nothing but the wake-up of a shutdown waiting in
     /// [`wait_idle`](Self::wait_idle).
     idle_lock: Mutex<()>,
@@ -96,61 +73,45 @@ pub(crate) struct Admission {
 impl Admission {
     pub(crate) fn new(capacity: usize) -> Self {
         Self {
-            state: AtomicU8::new(OPEN),
-            in_flight: CachePadded::new(AtomicUsize::new(0)),
-            capacity,
+            counter: AdmissionCounter::new(capacity),
             idle_lock: Mutex::new(()),
             idle: Condvar::new(),
         }
     }
 
     /// Admits one job (or batch), or says why not.
+    #[inline]
     pub(crate) fn try_admit(&self) -> Result<(), Refusal> {
-        if self.state.load(Ordering::Relaxed) != OPEN {
-            return Err(Refusal::Closed);
-        }
-        let mut current = self.in_flight.load(Ordering::Relaxed);
-        loop {
-            if current >= self.capacity {
-                return Err(Refusal::Full);
-            }
-            match self.in_flight.compare_exchange_weak(
-                current,
-                current + 1,
-                Ordering::SeqCst,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => break,
-                Err(actual) => current = actual,
-            }
-        }
-        if self.state.load(Ordering::SeqCst) != OPEN {
-            self.release();
-            return Err(Refusal::Closed);
-        }
-        Ok(())
+        self.counter.try_admit().map_err(|error| match error {
+            AdmitError::Full { .. } => Refusal::Full,
+            AdmitError::Closed => Refusal::Closed,
+        })
     }
 
     /// Ends one admission: the job's outcome has been delivered.
+    #[inline]
     pub(crate) fn release(&self) {
-        let previous = self.in_flight.fetch_sub(1, Ordering::SeqCst);
-        debug_assert!(previous > 0, "admission released more often than taken");
-        if previous == 1 && self.state.load(Ordering::SeqCst) != OPEN {
-            // A shutdown may be waiting for this last job. Taking the lock
-            // orders the notification after its check (see `wait_idle`).
-            let _guard = self
-                .idle_lock
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            self.idle.notify_all();
+        if self.counter.release() {
+            self.wake_shutdown();
         }
     }
 
-    /// Moves to `state` (`DRAINING` or `CANCELLING`) unless already at or
+    /// Wakes a shutdown that may be waiting for the last job. Taking the
+    /// lock orders the notification after its check (see `wait_idle`).
+    #[cold]
+    fn wake_shutdown(&self) {
+        let _guard = self
+            .idle_lock
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        self.idle.notify_all();
+    }
+
+    /// Moves to `state` (`Draining` or `Cancelling`) unless already at or
     /// past it; returns the state in force afterwards.
-    pub(crate) fn close(&self, state: u8) -> u8 {
-        let previous = self.state.fetch_max(state, Ordering::SeqCst);
-        if previous < CANCELLING && state >= CANCELLING {
+    pub(crate) fn close(&self, state: AdmissionState) -> AdmissionState {
+        let previous = self.counter.close(state);
+        if previous < AdmissionState::Cancelling && state >= AdmissionState::Cancelling {
             // Exactly once per admission (the state only rises), undone
             // when the admission is dropped.
             CANCELLING_DOMAINS.fetch_add(1, Ordering::SeqCst);
@@ -160,23 +121,23 @@ impl Admission {
 
     /// Is the domain still admitting?
     pub(crate) fn is_open(&self) -> bool {
-        self.state.load(Ordering::SeqCst) == OPEN
+        self.counter.is_open()
     }
 
     /// Should work that has not started yet be cancelled instead of run?
     #[inline]
     pub(crate) fn cancels_queued(&self) -> bool {
-        any_cancelling() && self.state.load(Ordering::Relaxed) == CANCELLING
+        any_cancelling() && self.counter.is_cancelling_relaxed()
     }
 
     /// Jobs admitted and not yet delivered.
     pub(crate) fn in_flight(&self) -> usize {
-        self.in_flight.load(Ordering::SeqCst)
+        self.counter.in_flight()
     }
 
     /// The most jobs admitted at once.
     pub(crate) fn capacity(&self) -> usize {
-        self.capacity
+        self.counter.capacity()
     }
 
     /// Waits until no job is in flight or `deadline` passes; `true` if the
@@ -188,7 +149,7 @@ impl Admission {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         loop {
-            if self.in_flight.load(Ordering::SeqCst) == 0 {
+            if self.counter.is_idle() {
                 return true;
             }
             match deadline {
@@ -216,7 +177,7 @@ impl Admission {
 
 impl Drop for Admission {
     fn drop(&mut self) {
-        if *self.state.get_mut() == CANCELLING {
+        if self.counter.state() == AdmissionState::Cancelling {
             CANCELLING_DOMAINS.fetch_sub(1, Ordering::SeqCst);
         }
     }
@@ -254,8 +215,15 @@ mod tests {
     fn closing_refuses_new_work_and_only_escalates() {
         let admission = Admission::new(4);
         assert!(admission.is_open());
-        assert_eq!(admission.close(CANCELLING), CANCELLING);
-        assert_eq!(admission.close(DRAINING), CANCELLING, "no way back");
+        assert_eq!(
+            admission.close(AdmissionState::Cancelling),
+            AdmissionState::Cancelling
+        );
+        assert_eq!(
+            admission.close(AdmissionState::Draining),
+            AdmissionState::Cancelling,
+            "no way back"
+        );
         assert!(admission.cancels_queued());
         assert_eq!(admission.try_admit(), Err(Refusal::Closed));
         assert_eq!(
@@ -270,15 +238,15 @@ mod tests {
         let cancelling = Admission::new(1);
         let draining = Admission::new(1);
         let open = Admission::new(1);
-        cancelling.close(CANCELLING);
-        cancelling.close(CANCELLING);
-        draining.close(DRAINING);
+        cancelling.close(AdmissionState::Cancelling);
+        cancelling.close(AdmissionState::Cancelling);
+        draining.close(AdmissionState::Draining);
         assert!(cancelling.cancels_queued());
         assert!(!draining.cancels_queued());
         assert!(!open.cancels_queued());
         drop(cancelling);
         let again = Admission::new(1);
-        again.close(CANCELLING);
+        again.close(AdmissionState::Cancelling);
         assert!(
             again.cancels_queued(),
             "a later cancelling domain counts too"
@@ -292,7 +260,7 @@ mod tests {
         for _ in 0..8 {
             admission.try_admit().unwrap();
         }
-        admission.close(DRAINING);
+        admission.close(AdmissionState::Draining);
         let releaser = {
             let admission = Arc::clone(&admission);
             thread::spawn(move || {
@@ -310,7 +278,7 @@ mod tests {
     fn wait_idle_gives_up_at_the_deadline() {
         let admission = Admission::new(1);
         admission.try_admit().unwrap();
-        admission.close(DRAINING);
+        admission.close(AdmissionState::Draining);
         assert!(!admission.wait_idle(Some(Instant::now())));
         assert_eq!(admission.in_flight(), 1);
     }
@@ -318,16 +286,22 @@ mod tests {
     #[test]
     fn concurrent_admissions_never_exceed_capacity() {
         let admission = Arc::new(Admission::new(3));
+        // The jobs actually between admission and release, counted apart
+        // from the admission's own counts.
+        let live = Arc::new(AtomicUsize::new(0));
         let rounds = if cfg!(miri) { 20 } else { 2_000 };
         let threads: Vec<_> = (0..4)
             .map(|_| {
                 let admission = Arc::clone(&admission);
+                let live = Arc::clone(&live);
                 thread::spawn(move || {
                     let mut admitted = 0;
                     for _ in 0..rounds {
                         if admission.try_admit().is_ok() {
-                            assert!(admission.in_flight() <= 3);
+                            let before = live.fetch_add(1, Ordering::SeqCst);
+                            assert!(before < 3, "{} jobs admitted at once", before + 1);
                             admitted += 1;
+                            live.fetch_sub(1, Ordering::SeqCst);
                             admission.release();
                         }
                     }

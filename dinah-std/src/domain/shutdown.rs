@@ -11,7 +11,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::admission::{AdmissionGuard, CANCELLING, DRAINING};
+use dinah_core::AdmissionState;
+
+use super::admission::AdmissionGuard;
 use super::error::DomainShutdownTimeout;
 use super::wait::deadline_after;
 use super::{Domain, DomainShared};
@@ -38,10 +40,10 @@ pub enum ShutdownPolicy {
 
 impl ShutdownPolicy {
     /// The admission state this policy moves to.
-    pub(crate) fn state(self) -> u8 {
+    pub(crate) fn state(self) -> AdmissionState {
         match self {
-            Self::Drain => DRAINING,
-            Self::CancelQueued | Self::CancelAll => CANCELLING,
+            Self::Drain => AdmissionState::Draining,
+            Self::CancelQueued | Self::CancelAll => AdmissionState::Cancelling,
         }
     }
 }
@@ -158,7 +160,7 @@ impl Domain {
         if policy == ShutdownPolicy::CancelAll {
             self.shared.cancel_running.request();
         }
-        if state == CANCELLING {
+        if state == AdmissionState::Cancelling {
             self.shared.cancel_queued()
         } else {
             0
@@ -203,7 +205,7 @@ impl Domain {
         if !idle {
             // Out of time: nothing queued may wait for a worker that is
             // about to be detached.
-            self.shared.admission.close(CANCELLING);
+            self.shared.admission.close(AdmissionState::Cancelling);
             self.shared.cancel_queued();
         }
         // Dropping the pool tells the workers to exit once the work spawned
@@ -253,8 +255,11 @@ mod tests {
     fn policies_order_from_gentle_to_strict() {
         assert!(ShutdownPolicy::Drain < ShutdownPolicy::CancelQueued);
         assert!(ShutdownPolicy::CancelQueued < ShutdownPolicy::CancelAll);
-        assert_eq!(ShutdownPolicy::Drain.state(), DRAINING);
-        assert_eq!(ShutdownPolicy::CancelAll.state(), CANCELLING);
+        assert_eq!(ShutdownPolicy::Drain.state(), AdmissionState::Draining);
+        assert_eq!(
+            ShutdownPolicy::CancelAll.state(),
+            AdmissionState::Cancelling
+        );
     }
 
     #[test]
