@@ -27,9 +27,9 @@ use std::sync::{Arc, OnceLock};
 
 use crossbeam_queue::ArrayQueue;
 use crossbeam_utils::CachePadded;
-use dinah_core::{CancelFlag, DomainId, Drainers, TaskId, TaskOutcome};
+use dinah_core::{AdmitError, CancelFlag, DomainId, Drainers, TaskId, TaskOutcome};
 
-use admission::{Admission, AdmissionGuard, Refusal};
+use admission::{Admission, AdmissionGuard};
 pub(crate) use drain_context::{Context, DrainContext};
 use handle::{JobCore, JobSlot};
 pub(crate) use job::CompletionSink;
@@ -343,7 +343,7 @@ impl Domain {
         E: Send + 'static,
     {
         if let Err(refusal) = self.shared.admission.try_admit() {
-            return Err(refusal.refuse(job));
+            return Err(refuse(refusal, job));
         }
         let task = self.next_task();
         let slot = Arc::new(JobSlot::new(task));
@@ -408,7 +408,7 @@ impl Domain {
         E: Send + 'static,
     {
         if let Err(refusal) = self.shared.admission.try_admit() {
-            return Err(refusal.refuse((key, job)));
+            return Err(refuse(refusal, (key, job)));
         }
         if !completions.try_reserve() {
             self.shared.admission.release();
@@ -521,13 +521,11 @@ impl Domain {
     }
 }
 
-impl Refusal {
-    /// The public error for this refusal, holding `job`.
-    fn refuse<J>(self, job: J) -> TrySubmitError<J> {
-        match self {
-            Self::Full => TrySubmitError::Full(job),
-            Self::Closed => TrySubmitError::ShuttingDown(job),
-        }
+/// The public error for an admission refusal, holding `job`.
+fn refuse<J>(refusal: AdmitError, job: J) -> TrySubmitError<J> {
+    match refusal {
+        AdmitError::Full { .. } => TrySubmitError::Full(job),
+        AdmitError::Closed => TrySubmitError::ShuttingDown(job),
     }
 }
 

@@ -51,15 +51,6 @@ pub(crate) fn any_cancelling() -> bool {
     CANCELLING_DOMAINS.load(Ordering::Relaxed) != 0
 }
 
-/// Why an admission was refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Refusal {
-    /// `capacity` jobs are already admitted.
-    Full,
-    /// The domain is shutting down.
-    Closed,
-}
-
 /// The admission counter and lifecycle state of one domain.
 #[derive(Debug)]
 pub(crate) struct Admission {
@@ -81,11 +72,8 @@ impl Admission {
 
     /// Admits one job (or batch), or says why not.
     #[inline]
-    pub(crate) fn try_admit(&self) -> Result<(), Refusal> {
-        self.counter.try_admit().map_err(|error| match error {
-            AdmitError::Full { .. } => Refusal::Full,
-            AdmitError::Closed => Refusal::Closed,
-        })
+    pub(crate) fn try_admit(&self) -> Result<(), AdmitError> {
+        self.counter.try_admit()
     }
 
     /// Ends one admission: the job's outcome has been delivered.
@@ -205,7 +193,7 @@ mod tests {
         let admission = Admission::new(2);
         assert_eq!(admission.try_admit(), Ok(()));
         assert_eq!(admission.try_admit(), Ok(()));
-        assert_eq!(admission.try_admit(), Err(Refusal::Full));
+        assert_eq!(admission.try_admit(), Err(AdmitError::Full { capacity: 2 }));
         assert_eq!(admission.in_flight(), 2);
         admission.release();
         assert_eq!(admission.try_admit(), Ok(()));
@@ -225,7 +213,7 @@ mod tests {
             "no way back"
         );
         assert!(admission.cancels_queued());
-        assert_eq!(admission.try_admit(), Err(Refusal::Closed));
+        assert_eq!(admission.try_admit(), Err(AdmitError::Closed));
         assert_eq!(
             admission.in_flight(),
             0,

@@ -93,7 +93,7 @@ impl Domain {
         E: Send,
     {
         if let Err(refusal) = self.shared.admission.try_admit() {
-            return Err(refusal.refuse(tasks));
+            return Err(super::refuse(refusal, tasks));
         }
         let _admission = AdmissionGuard(&self.shared.admission);
         Ok(self.run_admitted(tasks))
@@ -141,7 +141,7 @@ impl Domain {
         E: Send,
     {
         if let Err(refusal) = self.shared.admission.try_admit() {
-            return Err(refusal.refuse(()));
+            return Err(super::refuse(refusal, ()));
         }
         let _admission = AdmissionGuard(&self.shared.admission);
         let tasks: Vec<F> = std::iter::from_fn(|| queue.pop()).collect();
