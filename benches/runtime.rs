@@ -2,7 +2,9 @@
 //! in one process over the in-memory transport (threaded mode: one owner
 //! thread per rank), with 1 and 256 calls in flight, next to the same
 //! exchange done with raw frames over the same transport (the floor: what
-//! the transport alone costs for one request and one response).
+//! the transport alone costs for one request and one response), and once
+//! more with the raw frames' no-op run on a Rayon pool (the floor of a
+//! pooled handler: the transport plus the handler's hop to a worker).
 //!
 //! Also counts heap allocations per action with a counting global
 //! allocator, printed after the criterion output.
@@ -157,17 +159,20 @@ struct RawPair {
     server: Option<JoinHandle<()>>,
 }
 
+/// The call every raw frame carries.
+fn noop_call() -> Call {
+    Call {
+        request: RequestId::MIN,
+        action: ActionId::new(Noop::ID).unwrap(),
+        domain: DomainId::MIN,
+        trace: None,
+    }
+}
+
 impl RawPair {
     fn new() -> Self {
         let world = WorldSize::new(2).unwrap();
         let network = SimNetwork::with_mode(world, 1, FaultPlan::new(), SimMode::Threaded).unwrap();
-        let call = Call {
-            request: RequestId::MIN,
-            action: ActionId::new(Noop::ID).unwrap(),
-            domain: DomainId::MIN,
-            trace: None,
-        };
-        let deadline = RelativeDeadline::from_duration(Duration::from_secs(1)).unwrap();
         let stop = Arc::new(AtomicBool::new(false));
         let server = {
             let (network, stop) = (network.clone(), Arc::clone(&stop));
@@ -175,7 +180,7 @@ impl RawPair {
                 let me = world.rank(1).unwrap();
                 let (handle, mut driver) = network.endpoint(me, HandleConfig::default()).unwrap();
                 handle.wakeup().bind_current();
-                let reply = raw_frame(me, Message::Result { call }, 8);
+                let reply = raw_frame(me, Message::Result { call: noop_call() }, 8);
                 let mut events = Vec::new();
                 while !stop.load(Ordering::Relaxed) {
                     events.clear();
@@ -189,11 +194,25 @@ impl RawPair {
                 }
             })
         };
+        Self::client(&network, stop, server)
+    }
+
+    /// Rank 0's side, on the calling thread, of a pair whose rank 1 is
+    /// `server`, stopped through `stop` when the pair drops.
+    fn client(network: &SimNetwork, stop: Arc<AtomicBool>, server: JoinHandle<()>) -> Self {
         let (handle, driver) = network
             .endpoint(Rank::ZERO, HandleConfig::default())
             .unwrap();
         handle.wakeup().bind_current();
-        let frame = raw_frame(Rank::ZERO, Message::Request { call, deadline }, 8);
+        let deadline = RelativeDeadline::from_duration(Duration::from_secs(1)).unwrap();
+        let frame = raw_frame(
+            Rank::ZERO,
+            Message::Request {
+                call: noop_call(),
+                deadline,
+            },
+            8,
+        );
         Self {
             driver,
             handle,
@@ -241,6 +260,59 @@ impl Drop for RawPair {
     }
 }
 
+/// The floor of a pooled handler: the raw frames of [`RawPair`], with the
+/// serving thread spawning each request's no-op on a Rayon pool of the
+/// runtime's `workers_per_domain` threads, the way a hand-written server
+/// would. The worker sends the reply itself (the handle is `Send + Sync`
+/// and wakes the owner), so nothing returns through the serving thread:
+/// the leanest hand-off a pool allows, and a stricter floor than one that
+/// routes results back through the owner as dinah does.
+struct RawRayonPair {
+    client: RawPair,
+}
+
+impl RawRayonPair {
+    fn new() -> Self {
+        let world = WorldSize::new(2).unwrap();
+        let network = SimNetwork::with_mode(world, 1, FaultPlan::new(), SimMode::Threaded).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let server = {
+            let (network, stop) = (network.clone(), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(usize::from(limits().workers_per_domain))
+                    .build()
+                    .unwrap();
+                let me = world.rank(1).unwrap();
+                let (handle, mut driver) = network.endpoint(me, HandleConfig::default()).unwrap();
+                handle.wakeup().bind_current();
+                let reply = raw_frame(me, Message::Result { call: noop_call() }, 8);
+                let mut events = Vec::new();
+                while !stop.load(Ordering::Relaxed) {
+                    events.clear();
+                    let _ = driver.poll(256, &mut events);
+                    for event in events.drain(..) {
+                        if let TransportEvent::Frame { from, .. } = event {
+                            let (handle, reply) = (handle.clone(), reply.clone());
+                            pool.spawn(move || {
+                                let _ = handle.try_send(from, Channel::Action, reply);
+                            });
+                        }
+                    }
+                    driver.idle_wait(Duration::from_micros(50), Duration::from_millis(1));
+                }
+            })
+        };
+        Self {
+            client: RawPair::client(&network, stop, server),
+        }
+    }
+
+    fn run(&mut self, n: u64, in_flight: u64) {
+        self.client.run(n, in_flight);
+    }
+}
+
 fn round_trips(c: &mut Criterion) {
     let mut group = c.benchmark_group("runtime_round_trip");
     group
@@ -255,6 +327,17 @@ fn round_trips(c: &mut Criterion) {
                 start.elapsed()
             });
         });
+        group.bench_function(
+            BenchmarkId::new("raw_frames_rayon_memory", in_flight),
+            |b| {
+                let mut pair = RawRayonPair::new();
+                b.iter_custom(|iters| {
+                    let start = Instant::now();
+                    pair.run(iters, in_flight);
+                    start.elapsed()
+                });
+            },
+        );
         for (name, inline) in [
             ("dinah_noop_memory", false),
             ("dinah_noop_inline_memory", true),
@@ -273,29 +356,44 @@ fn round_trips(c: &mut Criterion) {
 }
 
 /// Allocations per action, over a fixed number of calls (both ranks'
-/// allocations count: they share the process).
+/// allocations count: they share the process), for the floors and for
+/// dinah.
 fn allocations_per_action() {
+    for in_flight in [1u64, 256] {
+        let mut raw = RawPair::new();
+        count("raw_frames_memory", in_flight, |n| raw.run(n, in_flight));
+        drop(raw);
+        let mut rayon = RawRayonPair::new();
+        count("raw_frames_rayon_memory", in_flight, |n| {
+            rayon.run(n, in_flight);
+        });
+    }
     for (name, inline) in [
         ("dinah_noop_memory", false),
         ("dinah_noop_inline_memory", true),
     ] {
         for in_flight in [1u64, 256] {
             let mut pair = Pair::new(inline);
-            // Steady state of a long-lived runtime: the serving rank's
-            // dedup table full (entries live for the 60 s TTL), so every
-            // new request evicts the oldest finished one.
-            let table = limits().max_dedup_entries as u64;
-            pair.run(2 * table, in_flight);
-            let calls = 4096;
-            let before = ALLOCATIONS.load(Ordering::Relaxed);
-            pair.run(calls, in_flight);
-            let after = ALLOCATIONS.load(Ordering::Relaxed);
-            println!(
-                "runtime_round_trip/{name}/{in_flight}: {:.1} allocations per action (both ranks)",
-                (after - before) as f64 / calls as f64
-            );
+            count(name, in_flight, |n| pair.run(n, in_flight));
         }
     }
+}
+
+/// Prints the allocations per call of `run(n)` (which makes `n` calls)
+/// over 4,096 calls, after warming up with twice the dedup table's
+/// entries: the steady state of a long-lived runtime, the serving rank's
+/// table full (entries live for the 60 s TTL), so that every new request
+/// evicts the oldest finished one.
+fn count(name: &str, in_flight: u64, mut run: impl FnMut(u64)) {
+    run(2 * limits().max_dedup_entries as u64);
+    let calls = 4096;
+    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    run(calls);
+    let after = ALLOCATIONS.load(Ordering::Relaxed);
+    println!(
+        "runtime_round_trip/{name}/{in_flight}: {:.1} allocations per action (both ranks)",
+        (after - before) as f64 / calls as f64
+    );
 }
 
 criterion_group!(benches, round_trips);
