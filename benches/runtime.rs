@@ -24,7 +24,7 @@ use criterion::{BenchmarkId, Criterion, criterion_group};
 use dinah_core::wire::{Call, Channel, Message, RelativeDeadline};
 use dinah_core::{ActionId, DomainId, ProtocolLimits, Rank, RequestId, WorldSize};
 use dinah_std::transport::memory::{FaultPlan, SimMode, SimNetwork};
-use dinah_std::transport::{HandleConfig, TransportDriver, TransportEvent};
+use dinah_std::transport::{HandleConfig, TransportDriver, TransportEvent, TransportHandle};
 use dinah_std::{Action, Runtime};
 
 #[path = "support/limits.rs"]
@@ -153,7 +153,7 @@ impl Drop for Pair {
 /// same transport, the peer answering on its own polling thread.
 struct RawPair {
     driver: dinah_std::transport::memory::SimDriver,
-    handle: dinah_std::transport::TransportHandle,
+    handle: TransportHandle,
     frame: Vec<u8>,
     stop: Arc<AtomicBool>,
     server: Option<JoinHandle<()>>,
@@ -169,31 +169,42 @@ fn noop_call() -> Call {
     }
 }
 
+/// Rank 1 of a raw pair on its own thread: polls its endpoint of
+/// `network` until `stop`, and calls `answer(handle, from, reply)` for every
+/// request frame, `reply` being the result frame to send back.
+fn serve_raw(
+    network: &SimNetwork,
+    stop: &Arc<AtomicBool>,
+    mut answer: impl FnMut(&TransportHandle, Rank, &Vec<u8>) + Send + 'static,
+) -> JoinHandle<()> {
+    let (network, stop) = (network.clone(), Arc::clone(stop));
+    std::thread::spawn(move || {
+        let me = network.world().rank(1).unwrap();
+        let (handle, mut driver) = network.endpoint(me, HandleConfig::default()).unwrap();
+        handle.wakeup().bind_current();
+        let reply = raw_frame(me, Message::Result { call: noop_call() }, 8);
+        let mut events = Vec::new();
+        while !stop.load(Ordering::Relaxed) {
+            events.clear();
+            let _ = driver.poll(256, &mut events);
+            for event in events.drain(..) {
+                if let TransportEvent::Frame { from, .. } = event {
+                    answer(&handle, from, &reply);
+                }
+            }
+            driver.idle_wait(Duration::from_micros(50), Duration::from_millis(1));
+        }
+    })
+}
+
 impl RawPair {
     fn new() -> Self {
         let world = WorldSize::new(2).unwrap();
         let network = SimNetwork::with_mode(world, 1, FaultPlan::new(), SimMode::Threaded).unwrap();
         let stop = Arc::new(AtomicBool::new(false));
-        let server = {
-            let (network, stop) = (network.clone(), Arc::clone(&stop));
-            std::thread::spawn(move || {
-                let me = world.rank(1).unwrap();
-                let (handle, mut driver) = network.endpoint(me, HandleConfig::default()).unwrap();
-                handle.wakeup().bind_current();
-                let reply = raw_frame(me, Message::Result { call: noop_call() }, 8);
-                let mut events = Vec::new();
-                while !stop.load(Ordering::Relaxed) {
-                    events.clear();
-                    let _ = driver.poll(256, &mut events);
-                    for event in events.drain(..) {
-                        if let TransportEvent::Frame { from, .. } = event {
-                            let _ = handle.try_send(from, Channel::Action, reply.clone());
-                        }
-                    }
-                    driver.idle_wait(Duration::from_micros(50), Duration::from_millis(1));
-                }
-            })
-        };
+        let server = serve_raw(&network, &stop, |handle, from, reply| {
+            let _ = handle.try_send(from, Channel::Action, reply.clone());
+        });
         Self::client(&network, stop, server)
     }
 
@@ -276,33 +287,16 @@ impl RawRayonPair {
         let world = WorldSize::new(2).unwrap();
         let network = SimNetwork::with_mode(world, 1, FaultPlan::new(), SimMode::Threaded).unwrap();
         let stop = Arc::new(AtomicBool::new(false));
-        let server = {
-            let (network, stop) = (network.clone(), Arc::clone(&stop));
-            std::thread::spawn(move || {
-                let pool = rayon::ThreadPoolBuilder::new()
-                    .num_threads(usize::from(limits().workers_per_domain))
-                    .build()
-                    .unwrap();
-                let me = world.rank(1).unwrap();
-                let (handle, mut driver) = network.endpoint(me, HandleConfig::default()).unwrap();
-                handle.wakeup().bind_current();
-                let reply = raw_frame(me, Message::Result { call: noop_call() }, 8);
-                let mut events = Vec::new();
-                while !stop.load(Ordering::Relaxed) {
-                    events.clear();
-                    let _ = driver.poll(256, &mut events);
-                    for event in events.drain(..) {
-                        if let TransportEvent::Frame { from, .. } = event {
-                            let (handle, reply) = (handle.clone(), reply.clone());
-                            pool.spawn(move || {
-                                let _ = handle.try_send(from, Channel::Action, reply);
-                            });
-                        }
-                    }
-                    driver.idle_wait(Duration::from_micros(50), Duration::from_millis(1));
-                }
-            })
-        };
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(usize::from(limits().workers_per_domain))
+            .build()
+            .unwrap();
+        let server = serve_raw(&network, &stop, move |handle, from, reply| {
+            let (handle, reply) = (handle.clone(), reply.clone());
+            pool.spawn(move || {
+                let _ = handle.try_send(from, Channel::Action, reply);
+            });
+        });
         Self {
             client: RawPair::client(&network, stop, server),
         }
