@@ -275,9 +275,11 @@ impl Drop for RawPair {
 /// serving thread spawning each request's no-op on a Rayon pool of the
 /// runtime's `workers_per_domain` threads, the way a hand-written server
 /// would. The worker sends the reply itself (the handle is `Send + Sync`
-/// and wakes the owner), so nothing returns through the serving thread:
-/// the leanest hand-off a pool allows, and a stricter floor than one that
-/// routes results back through the owner as dinah does.
+/// and wakes the owner), so nothing returns through the serving thread: a
+/// leaner per-request hand-off than dinah's, which routes each result back
+/// through the owner. (A floor that spawns one job per poll round is
+/// leaner still, but gives up running requests in parallel;
+/// `docs/benchmarks.md` measured it as an experiment.)
 struct RawRayonPair {
     client: RawPair,
 }
