@@ -389,9 +389,10 @@ fn a_small_dedup_table_evicts_finished_entries_instead_of_refusing() {
         assert_eq!(outcome.unwrap(), i + 1, "call {i}");
     }
     let stats = runtimes[1].stats();
-    assert_eq!(stats.served, 100);
-    assert!(stats.dedup_pressure_evictions >= 96, "{stats:?}");
-    assert!(stats.dedup_entries <= 4);
+    assert_eq!(stats.serve.served, 100);
+    assert!(stats.serve.pressure_evictions >= 96, "{stats:?}");
+    assert_eq!(stats.serve.stale_refusals, 0, "{stats:?}");
+    assert!(stats.serve.dedup_entries <= 4);
 }
 
 #[test]

@@ -103,7 +103,7 @@ fn inline_handlers_run_on_the_owner_thread_and_fail_like_pooled_ones() {
                     ))
                     .unwrap_err();
                 assert!(
-                    matches!(&error, RuntimeError::Remote { kind: FailureKind::Returned, text } if text == "refused"),
+                    matches!(&error, RuntimeError::Remote { kind: FailureKind::Returned, text, .. } if text == "refused"),
                     "{error:?}"
                 );
                 let error = runtime
@@ -116,7 +116,7 @@ fn inline_handlers_run_on_the_owner_thread_and_fail_like_pooled_ones() {
                     ))
                     .unwrap_err();
                 assert!(
-                    matches!(&error, RuntimeError::Remote { kind: FailureKind::Panicked, text } if text.contains("inline kaboom")),
+                    matches!(&error, RuntimeError::Remote { kind: FailureKind::Panicked, text, .. } if text.contains("inline kaboom")),
                     "{error:?}"
                 );
                 // The panic left the serving owner thread working.

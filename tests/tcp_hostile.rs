@@ -171,7 +171,7 @@ fn strangers_are_refused_with_typed_errors_and_the_run_goes_on() {
     let zero = start(members.remove(0));
 
     let mut wrong_version = hello(1, size, Channel::Action).encode();
-    wrong_version[4..6].copy_from_slice(&2u16.to_le_bytes());
+    wrong_version[4..6].copy_from_slice(&(dinah_core::wire::PROTOCOL_VERSION + 1).to_le_bytes());
     let mut out_of_range = hello(1, size, Channel::Action).encode();
     out_of_range[8..12].copy_from_slice(&7u32.to_le_bytes());
     let mut other_run = hello(1, size, Channel::Action);
@@ -236,7 +236,9 @@ fn strangers_are_refused_with_typed_errors_and_the_run_goes_on() {
     );
     assert_eq!(
         bad_hello(&rejected[2]),
-        Some(HelloError::UnsupportedVersion { found: 2 }),
+        Some(HelloError::UnsupportedVersion {
+            found: dinah_core::wire::PROTOCOL_VERSION + 1
+        }),
         "{}",
         rejected[2]
     );

@@ -201,7 +201,7 @@ fn killed_rank_program() {
         // (besides the sleeps) is lost with the victim.
         let admitted = survivors * (1 + SLEEPS_PER_SURVIVOR);
         ctx.wait_until("every survivor's sleeps", move |ctx| {
-            ctx.rt().stats().served >= admitted
+            ctx.rt().stats().serve.served >= admitted
         });
         let state = Arc::clone(&ctx.state);
         // Both sleep workers busy with survivors' calls, the rest queued:

@@ -139,17 +139,26 @@
 //! assert_eq!(metrics.snapshot().submitted, 1);
 //! ```
 //!
-//! # A request-ID allocator cannot start at zero
+//! # A request sequencer hands out request IDs, not bare integers
 //!
 //! ```compile_fail,E0308
-//! use dinah_core::RequestIdAllocator;
+//! use dinah_core::{RequestSequencer, WorldSize};
 //!
-//! let _ids = RequestIdAllocator::starting_at(0);
+//! # fn main() -> Result<(), Box<dyn core::error::Error>> {
+//! let world = WorldSize::new(2)?;
+//! let ids = RequestSequencer::with_storage([0_u64; 2], world)?;
+//! let _next: u64 = ids.peek(world.rank(1)?)?;
+//! # Ok(())
+//! # }
 //! ```
 //!
 //! ```
-//! use dinah_core::{IdError, RequestId, RequestIdAllocator};
+//! use dinah_core::{RequestId, RequestSequencer, WorldSize};
 //!
-//! let _ids = RequestIdAllocator::starting_at(RequestId::new(1)?);
-//! # Ok::<(), IdError>(())
+//! # fn main() -> Result<(), Box<dyn core::error::Error>> {
+//! let world = WorldSize::new(2)?;
+//! let ids = RequestSequencer::with_storage([0_u64; 2], world)?;
+//! let _next: RequestId = ids.peek(world.rank(1)?)?;
+//! # Ok(())
+//! # }
 //! ```

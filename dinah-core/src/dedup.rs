@@ -7,6 +7,7 @@
 mod iter;
 mod slot;
 mod types;
+mod window;
 
 use core::fmt;
 use core::time::Duration;
@@ -15,6 +16,7 @@ pub use self::iter::DrainExpiredEntries;
 use self::slot::Book;
 pub use self::slot::DedupSlot;
 pub use self::types::*;
+pub use self::window::*;
 use crate::deadline::{MAX_TABLE_CAPACITY, check_capacity};
 use crate::pending::slots::{self, Probe};
 use crate::{Instant, RuntimeLimits, TableStorageError};
@@ -74,7 +76,7 @@ use crate::{Instant, RuntimeLimits, TableStorageError};
 /// a slot index, stable for its lifetime and below the capacity, which the
 /// caller uses to index its own fixed response storage. `complete` reports
 /// whether the response fits the remaining [`DedupConfig::byte_budget`]
-/// ([`Completion::Retained`]: keep it) or not ([`Completion::MarkerOnly`]:
+/// ([`Retention::Retained`]: keep it) or not ([`Retention::MarkerOnly`]:
 /// keep only the marker; duplicates are answered "result unavailable",
 /// never re-executed). Expiry reports the bytes it releases.
 ///
@@ -105,7 +107,7 @@ use crate::{Instant, RuntimeLimits, TableStorageError};
 /// ```
 /// use core::time::Duration;
 /// use dinah_core::{
-///     Admission, ArrayDedupTable, Completion, DedupConfig, DedupKey, Instant, Rank, RequestId,
+///     Arrival, ArrayDedupTable, Retention, DedupConfig, DedupKey, Instant, Rank, RequestId,
 /// };
 ///
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -114,11 +116,11 @@ use crate::{Instant, RuntimeLimits, TableStorageError};
 /// let key = DedupKey::new(Rank::ZERO, RequestId::new(7)?);
 /// let now = Instant::from_nanos(0);
 ///
-/// let Admission::Execute { slot } = dedup.begin(key)? else { unreachable!() };
-/// assert_eq!(dedup.begin(key)?, Admission::DuplicateRunning { slot });
+/// let Arrival::Execute { slot } = dedup.begin(key)? else { unreachable!() };
+/// assert_eq!(dedup.begin(key)?, Arrival::DuplicateRunning { slot });
 ///
-/// assert_eq!(dedup.complete(key, now, 100)?, Completion::Retained { slot, bytes: 100 });
-/// assert_eq!(dedup.begin(key)?, Admission::DuplicateCompleted { slot, cached: true });
+/// assert_eq!(dedup.complete(key, now, 100)?, Retention::Retained { slot, bytes: 100 });
+/// assert_eq!(dedup.begin(key)?, Arrival::DuplicateCompleted { slot, cached: true });
 ///
 /// let later = Instant::from_nanos(61_000_000_000);
 /// let expired = dedup.pop_expired(later).expect("past its TTL");
@@ -295,16 +297,16 @@ where
     /// [`DedupError::Full`] if the request is new and no slot is free: it
     /// must not be executed (resource exhaustion). Expired entries are not
     /// reclaimed here; drain them first.
-    pub fn begin(&mut self, key: DedupKey) -> Result<Admission, DedupError> {
+    pub fn begin(&mut self, key: DedupKey) -> Result<Arrival, DedupError> {
         let capacity = self.capacity();
         let bucket = match slots::find(self.storage.as_ref(), key) {
             Probe::Found { slot, .. } => {
                 return Ok(match self.storage.as_ref()[slot].state {
-                    DedupState::Running { .. } => Admission::DuplicateRunning { slot },
+                    DedupState::Running { .. } => Arrival::DuplicateRunning { slot },
                     DedupState::Completed { cached } => {
-                        Admission::DuplicateCompleted { slot, cached }
+                        Arrival::DuplicateCompleted { slot, cached }
                     }
-                    DedupState::Cancelled => Admission::DuplicateCancelled { slot },
+                    DedupState::Cancelled => Arrival::DuplicateCancelled { slot },
                 });
             }
             Probe::Vacant { bucket } => bucket,
@@ -318,7 +320,7 @@ where
         slots::link(cells, bucket, slot);
         self.len += 1;
         self.running += 1;
-        Ok(Admission::Execute { slot })
+        Ok(Arrival::Execute { slot })
     }
 
     /// Records that the job for `key` finished at `now` with a response of
@@ -334,7 +336,7 @@ where
         key: DedupKey,
         now: Instant,
         response_bytes: u64,
-    ) -> Result<Completion, DedupError> {
+    ) -> Result<Retention, DedupError> {
         let slot = self.running_slot(key)?;
         let expiry = self.expiry_after(now)?;
         let cell = &mut self.storage.as_mut()[slot];
@@ -343,21 +345,21 @@ where
                 cancel_requested: true,
             } => {
                 cell.state = DedupState::Cancelled;
-                Completion::Cancelled { slot }
+                Retention::Cancelled { slot }
             }
             _ => match self.retained_bytes.checked_add(response_bytes) {
                 Some(total) if total <= self.config.byte_budget => {
                     self.retained_bytes = total;
                     cell.bytes = response_bytes;
                     cell.state = DedupState::Completed { cached: true };
-                    Completion::Retained {
+                    Retention::Retained {
                         slot,
                         bytes: response_bytes,
                     }
                 }
                 _ => {
                     cell.state = DedupState::Completed { cached: false };
-                    Completion::MarkerOnly { slot }
+                    Retention::MarkerOnly { slot }
                 }
             },
         };
@@ -451,6 +453,14 @@ where
             state: cell.state,
             released_bytes: cell.bytes,
         })
+    }
+
+    /// The key of the oldest finished entry: the next to expire, and the
+    /// one [`pop_expired`](Self::pop_expired) with [`Instant::MAX`]
+    /// removes to make room.
+    pub fn oldest_finished(&self) -> Option<DedupKey> {
+        let cells = self.storage.as_ref();
+        self.book.oldest(cells).and_then(|slot| cells[slot].key)
     }
 
     /// An iterator that pops expired entries as it is advanced (see

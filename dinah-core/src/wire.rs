@@ -94,7 +94,7 @@ pub use error::{HeaderField, ProtocolError};
 pub use error_code::{ErrorCode, limit_field_code, limit_field_from_code};
 pub use error_text::truncate_error_text;
 pub use frame::{FrameRef, Segments, decode_frame, encode_frame, encode_head};
-pub use header::Header;
+pub use header::{Header, stamp_request_id};
 pub use hello::{HELLO_LEN, Hello, HelloError, HelloField, HelloMismatch, check_compatible};
 pub use kind::{Channel, MessageKind};
 pub use message::{Call, Message, RelativeDeadline, TraceId};
@@ -105,9 +105,12 @@ pub const MAGIC: [u8; 4] = *b"DNAH";
 
 /// The protocol version this build speaks. Peers must speak the same one.
 ///
-/// Any change to a byte layout, a code table, the validation rules or the
-/// registry fingerprint algorithm is a version bump.
-pub const PROTOCOL_VERSION: u16 = 1;
+/// Any change to a byte layout, a code table, the validation rules, the
+/// meaning of a field or the registry fingerprint algorithm is a version
+/// bump. Version 2: an origin numbers its request IDs per target in send
+/// order ([`RequestId::in_sequence`](crate::RequestId::in_sequence)), and
+/// a receiver relies on it to deduplicate.
+pub const PROTOCOL_VERSION: u16 = 2;
 
 /// The length of a frame header, in bytes.
 pub const HEADER_LEN: usize = 80;

@@ -1,6 +1,6 @@
 //! Keeps the size table in `docs/core.md` true: computes `size_of` of the
-//! public types and the static RAM of a core configured for 64 pending
-//! calls, 256 dedup entries and a 128-event trace buffer,
+//! public types and the static RAM of a core configured for 4 ranks, 64
+//! pending calls, 256 dedup entries and a 128-event trace buffer,
 //! and fails if the document's copy differs. Regenerate the document's
 //! table with `DINAH_BLESS=1 cargo test -p dinah-core --test core_sizes`.
 
@@ -11,9 +11,9 @@ use dinah_core::wire::{Call, Header, Hello, Message, StreamDecoder};
 use dinah_core::{
     ActionId, ArrayDedupTable, ArrayPendingTable, AtomicRuntimeState, AtomicTaskState, CancelFlag,
     CancellationToken, CoreId, DeadlineSlot, DedupSlot, DomainId, Fingerprint, Instant,
-    MetricsSnapshot, MpmcSlot, PendingSlot, ProtocolLimits, Rank, RequestId, RequestIdAllocator,
-    RuntimeLimits, RuntimeMetrics, RuntimeState, TaskFailure, TaskId, TaskOutcome, TaskQueue,
-    TaskState, TraceBuffer, TraceEvent, WorkerId, WorldSize,
+    MetricsSnapshot, MpmcSlot, PendingSlot, ProtocolLimits, Rank, RequestId, RequestSequencer,
+    RuntimeLimits, RuntimeMetrics, RuntimeState, SeenWindow, TaskFailure, TaskId, TaskOutcome,
+    TaskQueue, TaskState, TraceBuffer, TraceEvent, WorkerId, WorldSize,
 };
 
 /// The embedded configuration the issue asks about: everything a rank's
@@ -24,7 +24,8 @@ struct ConfiguredCore {
     dedup: ArrayDedupTable<256>,
     trace: TraceBuffer<128>,
     metrics: RuntimeMetrics,
-    request_ids: RequestIdAllocator,
+    request_ids: RequestSequencer<[u64; 4]>,
+    seen: [SeenWindow<[u64; 1]>; 4],
     state: AtomicRuntimeState,
     cancel: CancelFlag,
 }
@@ -68,7 +69,14 @@ fn table() -> String {
         ("TaskOutcome<u64, ()>", size_of::<TaskOutcome<u64, ()>>()),
         ("RuntimeMetrics", size_of::<RuntimeMetrics>()),
         ("MetricsSnapshot", size_of::<MetricsSnapshot>()),
-        ("RequestIdAllocator", size_of::<RequestIdAllocator>()),
+        (
+            "RequestSequencer<[u64; 4]> (4 ranks)",
+            size_of::<RequestSequencer<[u64; 4]>>(),
+        ),
+        (
+            "SeenWindow<[u64; 1]> (64 numbers)",
+            size_of::<SeenWindow<[u64; 1]>>(),
+        ),
         ("TraceEvent", size_of::<TraceEvent>()),
         ("TraceBuffer<128>", size_of::<TraceBuffer<128>>()),
         ("TaskQueue<u64, 16>", size_of::<TaskQueue<u64, 16>>()),

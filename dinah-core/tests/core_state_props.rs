@@ -1,5 +1,5 @@
 //! Model-based property tests for the task and runtime state machines and
-//! the request-ID allocator.
+//! the request sequencer.
 //!
 //! Each property drives the real type with a random sequence of operations
 //! and a plain reference model side by side, comparing every result and the
@@ -10,8 +10,8 @@
 use std::collections::BTreeSet;
 
 use dinah_core::{
-    AtomicRuntimeState, AtomicTaskState, IdError, IdKind, InvalidTaskTransition, RequestId,
-    RequestIdAllocator, RuntimeState, RuntimeTransitionError, TaskState,
+    AtomicRuntimeState, AtomicTaskState, InvalidTaskTransition, RequestSequencer, RuntimeState,
+    RuntimeTransitionError, SequenceError, TaskState, WorldSize,
 };
 use proptest::prelude::*;
 
@@ -230,123 +230,50 @@ proptest! {
     }
 }
 
-// ------------------------------------------------------------- allocator
-
-/// Where an allocator starts: low, or close enough to the top to exhaust.
-fn first_id() -> impl Strategy<Value = u64> {
-    prop_oneof![1..1_000_u64, (u64::MAX - 40)..=u64::MAX]
-}
+// ------------------------------------------------------------- sequencer
 
 #[derive(Debug, Clone, Copy)]
-enum IdOp {
-    Allocate,
-    Peek,
+enum SeqOp {
+    /// Peek the next ID to this target, then commit it or not (a refused
+    /// send).
+    Send { target: u32, sent: bool },
 }
 
-fn id_ops() -> impl Strategy<Value = Vec<IdOp>> {
+fn seq_ops() -> impl Strategy<Value = Vec<SeqOp>> {
     proptest::collection::vec(
-        prop_oneof![3 => Just(IdOp::Allocate), 1 => Just(IdOp::Peek)],
+        (0_u32..5, prop_oneof![4 => Just(true), 1 => Just(false)])
+            .prop_map(|(target, sent)| SeqOp::Send { target, sent }),
         0..2 * MAX_OPS,
     )
 }
 
-const EXHAUSTED: IdError = IdError::Exhausted {
-    kind: IdKind::Request,
-};
-
 proptest! {
     #![proptest_config(config())]
 
+    /// Against a model of one counter per target: each target's committed
+    /// IDs number 0, 1, 2, ... without gaps in commit order, a peek that
+    /// is not committed is handed out again, and no ID is ever handed out
+    /// for two requests, whatever the target.
     #[test]
-    fn allocator_matches_the_model(first in first_id(), ops in id_ops()) {
-        let ids = RequestIdAllocator::starting_at(RequestId::new(first).expect("non-zero start"));
-        // The model: the next value, or `None` once u64::MAX went out.
-        let mut next = Some(first);
-        let mut handed_out = BTreeSet::new();
-        let mut last = None;
-        for op in ops {
-            match op {
-                IdOp::Peek => prop_assert_eq!(ids.peek_next().map(RequestId::get), next),
-                IdOp::Allocate => match next {
-                    Some(value) => {
-                        let id = ids.allocate().expect("the model has ids left");
-                        prop_assert_eq!(id.get(), value);
-                        prop_assert!(handed_out.insert(value), "{} handed out twice", value);
-                        prop_assert!(last < Some(value), "ids must increase");
-                        last = Some(value);
-                        next = value.checked_add(1);
-                    }
-                    None => prop_assert_eq!(ids.allocate(), Err(EXHAUSTED)),
-                },
+    fn sequencer_matches_the_model(size in 1_u32..5, ops in seq_ops()) {
+        let world = WorldSize::new(size).expect("non-zero");
+        let mut ids = RequestSequencer::with_storage(vec![0; size as usize], world).expect("sized");
+        let mut model = vec![0_u64; size as usize];
+        let mut committed = BTreeSet::new();
+        for SeqOp::Send { target, sent } in ops {
+            let Ok(rank) = world.rank(target) else {
+                let outside = WorldSize::new(8).expect("non-zero").rank(target).expect("in 8");
+                prop_assert_eq!(ids.peek(outside), Err(SequenceError::NoSuchRank { target: outside }));
+                continue;
+            };
+            let id = ids.peek(rank).expect("far from the top");
+            prop_assert_eq!(id.sequence(world), (rank, model[target as usize]));
+            if sent {
+                ids.commit(rank);
+                prop_assert!(committed.insert(id), "{} handed out twice", id);
+                model[target as usize] += 1;
             }
-            prop_assert_eq!(ids.is_exhausted(), next.is_none());
-        }
-    }
-
-    /// Several threads each run their own random op list against one
-    /// allocator: every ID is handed out once, each thread's IDs increase,
-    /// and together they are exactly the model's range (or the range up to
-    /// `u64::MAX` followed by exhaustion).
-    #[test]
-    fn interleaved_threads_never_repeat(
-        first in first_id(),
-        per_thread in proptest::collection::vec(id_ops(), 1..4),
-    ) {
-        let ids = RequestIdAllocator::starting_at(RequestId::new(first).expect("non-zero start"));
-        let results: Vec<Vec<Result<RequestId, IdError>>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = per_thread
-                .iter()
-                .map(|ops| {
-                    let ids = &ids;
-                    scope.spawn(move || {
-                        let mut out = Vec::new();
-                        for op in ops {
-                            match op {
-                                IdOp::Allocate => out.push(ids.allocate()),
-                                IdOp::Peek => {
-                                    let _ = ids.peek_next();
-                                }
-                            }
-                        }
-                        out
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|handle| handle.join().expect("allocating thread panicked"))
-                .collect()
-        });
-
-        let mut all = BTreeSet::new();
-        let mut exhausted = 0_u64;
-        for list in &results {
-            let mut last = None;
-            let mut seen_exhaustion = false;
-            for result in list {
-                match result {
-                    Ok(id) => {
-                        prop_assert!(!seen_exhaustion, "an id after exhaustion");
-                        prop_assert!(last < Some(*id), "ids must increase per thread");
-                        last = Some(*id);
-                        prop_assert!(all.insert(id.get()), "{} handed out twice", id);
-                    }
-                    Err(error) => {
-                        prop_assert_eq!(*error, EXHAUSTED);
-                        seen_exhaustion = true;
-                        exhausted += 1;
-                    }
-                }
-            }
-        }
-        let attempts: u64 = results.iter().map(|list| list.len() as u64).sum();
-        let available = u64::MAX - first + 1;
-        let granted = attempts.min(available);
-        prop_assert_eq!(all.len() as u64, granted);
-        prop_assert_eq!(exhausted, attempts - granted);
-        if granted > 0 {
-            prop_assert_eq!(all.first().copied(), Some(first));
-            prop_assert_eq!(all.last().copied(), Some(first + (granted - 1)));
+            prop_assert_eq!(ids.sent(rank), model[target as usize]);
         }
     }
 }

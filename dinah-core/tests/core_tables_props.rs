@@ -18,10 +18,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use dinah_core::{
-    Admission, ArrayDeadlineQueue, ArrayDedupTable, ArrayPendingTable, CancelOutcome, Completion,
-    DeadlineError, DeadlineQueue, DeadlineSlot, DedupConfig, DedupError, DedupKey, DedupSlot,
-    DedupState, DedupTable, ExpiredEntry, Instant, LateResult, PendingInsertError, PendingSlot,
-    PendingTable, Rank, RequestId, WorldSize,
+    ArrayDeadlineQueue, ArrayDedupTable, ArrayPendingTable, Arrival, CancelOutcome, DeadlineError,
+    DeadlineQueue, DeadlineSlot, DedupConfig, DedupError, DedupKey, DedupSlot, DedupState,
+    DedupTable, ExpiredEntry, Instant, LateResult, PendingInsertError, PendingSlot, PendingTable,
+    Rank, RequestId, Retention, WorldSize,
 };
 use proptest::prelude::*;
 
@@ -566,9 +566,9 @@ proptest! {
                     match model.entries.get(&key) {
                         Some(e) => {
                             let want = match e.state {
-                                DedupState::Running { .. } => Admission::DuplicateRunning { slot: e.slot },
-                                DedupState::Completed { cached } => Admission::DuplicateCompleted { slot: e.slot, cached },
-                                DedupState::Cancelled => Admission::DuplicateCancelled { slot: e.slot },
+                                DedupState::Running { .. } => Arrival::DuplicateRunning { slot: e.slot },
+                                DedupState::Completed { cached } => Arrival::DuplicateCompleted { slot: e.slot, cached },
+                                DedupState::Cancelled => Arrival::DuplicateCancelled { slot: e.slot },
                             };
                             prop_assert_eq!(got, Ok(want));
                         }
@@ -576,7 +576,7 @@ proptest! {
                             prop_assert_eq!(got, Err(DedupError::Full { capacity: DEDUP_CAP }));
                         }
                         None => {
-                            let Ok(Admission::Execute { slot }) = got else {
+                            let Ok(Arrival::Execute { slot }) = got else {
                                 panic!("{key}: expected Execute, got {got:?}");
                             };
                             prop_assert!(model.fresh_slot_ok(slot));
@@ -602,16 +602,16 @@ proptest! {
                             let entry = model.entries.get_mut(&key).unwrap();
                             let completion = if cancel_requested {
                                 entry.state = DedupState::Cancelled;
-                                Completion::Cancelled { slot }
+                                Retention::Cancelled { slot }
                             } else if model.retained + bytes <= DEDUP_BUDGET {
                                 entry.state = DedupState::Completed { cached: true };
                                 entry.bytes = bytes;
                                 model.retained += bytes;
                                 model.ever_retained += bytes;
-                                Completion::Retained { slot, bytes }
+                                Retention::Retained { slot, bytes }
                             } else {
                                 entry.state = DedupState::Completed { cached: false };
-                                Completion::MarkerOnly { slot }
+                                Retention::MarkerOnly { slot }
                             };
                             model.finish(key, now);
                             Ok(completion)

@@ -456,7 +456,7 @@ proptest! {
 
     #[test]
     fn magic_prefixed_garbage_never_panics(tail in vec(any::<u8>(), 0..200), chunks in chunking()) {
-        let mut bytes = b"DNAH\x01\x00".to_vec();
+        let mut bytes = b"DNAH\x02\x00".to_vec();
         bytes.extend_from_slice(&tail);
         let ctx = stream_ctx(Channel::Control);
         let _ = whole_decode(&ctx, &bytes);
@@ -746,7 +746,7 @@ fn seed_corpus() -> Vec<(&'static str, String, Vec<u8>)> {
         seeds.push(("decode_header", format!("seed-{kind}-bad-kind"), bad));
     }
     let mut short = prefix(Channel::Action);
-    short.extend_from_slice(b"DNAH\x01\x00\x01");
+    short.extend_from_slice(b"DNAH\x02\x00\x01");
     seeds.push(("decode_header", "seed-short".into(), short));
 
     for channel in [Channel::Action, Channel::Control] {

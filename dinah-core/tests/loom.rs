@@ -11,7 +11,6 @@ mod loom {
     mod drainers;
     mod mpmc;
     mod queue;
-    mod request_id;
     mod runtime_state;
     mod task_state;
     mod trace;

@@ -30,10 +30,12 @@ use crossbeam_utils::CachePadded;
 use dinah_core::{AdmitError, CancelFlag, DomainId, Drainers, TaskId, TaskOutcome};
 
 use admission::{Admission, AdmissionGuard};
-pub(crate) use drain_context::{Context, DrainContext};
-use handle::{JobCore, JobSlot};
+pub(crate) use drain_context::{Context, OwnerLink};
+use handle::JobSlot;
+pub(crate) use handle::{CancelTarget, JobCore};
 pub(crate) use job::CompletionSink;
-use job::{CompletionJob, HandleJob, QueuedJob, Work};
+use job::{CompletionJob, HandleJob};
+pub(crate) use job::{QueuedJob, Work, execute};
 use shutdown::Roster;
 pub(crate) use spare_jobs::SpareJobs;
 use wait::{AdaptiveSpin, Pace};
@@ -78,8 +80,8 @@ pub(crate) struct DomainShared {
     /// fewer than `workers` are active. Its own cache line: submitters
     /// and workers both update it.
     trampolines: CachePadded<Drainers>,
-    /// The context the domain's owner gave its jobs, if any.
-    drain_context: OnceLock<Box<dyn DrainContext>>,
+    /// The link to the runtime that owns the domain, if any.
+    owner: OnceLock<OwnerLink>,
 }
 
 impl DomainShared {
@@ -121,10 +123,10 @@ impl DomainShared {
         });
     }
 
-    /// Runs `f` with the owner's context (see [`DrainContext`]).
+    /// Runs `f` with the owner's context (see [`OwnerLink`]).
     pub(crate) fn with_context(&self, f: &mut dyn FnMut(Context<'_>)) {
-        match self.drain_context.get() {
-            Some(context) => context.enter(f),
+        match self.owner.get() {
+            Some(owner) => owner.enter(f),
             None => f(None),
         }
     }
@@ -172,13 +174,7 @@ impl InlineRunner {
             return None;
         }
         let task = self.shared.next_task();
-        Some(job::execute(
-            &self.shared,
-            task,
-            &CancelFlag::new(),
-            None,
-            job,
-        ))
+        Some(job::execute(&self.shared, task, &CancelFlag::new(), job))
     }
 }
 
@@ -316,7 +312,7 @@ impl Domain {
             next_task: CachePadded::new(AtomicU64::new(1)),
             shutdown_cancelled: AtomicUsize::new(0),
             trampolines: CachePadded::new(Drainers::new(pool.current_num_threads())),
-            drain_context: OnceLock::new(),
+            owner: OnceLock::new(),
         });
         Ok(Self {
             shared,
@@ -383,22 +379,18 @@ impl Domain {
         T: Send + 'static,
         E: Send + 'static,
     {
-        self.try_submit_to_sink(completions, Arc::clone(completions), key, job, None)
+        self.try_submit_to_sink(completions, Arc::clone(completions), key, job)
     }
 
     /// As [`try_submit_to`](Self::try_submit_to), with the outcome
     /// delivered through `sink` (which must push it into `completions`,
-    /// where the slot is reserved). With `spare`, the job is written into
-    /// a block kept there when one of its type is, instead of a new
-    /// allocation (give the canceller's block back with
-    /// [`JobCanceller::into_block`] once the outcome is in).
+    /// where the slot is reserved).
     pub(crate) fn try_submit_to_sink<K, F, S, T, E>(
         &self,
         completions: &CompletionQueue<K, T, E>,
         sink: S,
         key: K,
         job: F,
-        spare: Option<&mut SpareJobs>,
     ) -> Result<JobCanceller, TrySubmitError<(K, F)>>
     where
         K: Send + 'static,
@@ -407,38 +399,98 @@ impl Domain {
         T: Send + 'static,
         E: Send + 'static,
     {
-        if let Err(refusal) = self.shared.admission.try_admit() {
-            return Err(refuse(refusal, (key, job)));
+        let queued = self.try_submit_job(completions, |core| {
+            Arc::new(CompletionJob {
+                core,
+                work: Work::new((key, job, sink)),
+                outcome: PhantomData,
+            })
+        });
+        match queued {
+            Ok(job) => Ok(JobCanceller::new(
+                job,
+                self.shared.id,
+                self.shared.instrumentation.clone(),
+            )),
+            Err(Refused { job, reason }) => {
+                Err(match Arc::into_inner(job).map(|job| job.work.take()) {
+                    Some((key, job, _)) => match reason {
+                        SubmitRefusal::Full => TrySubmitError::Full((key, job)),
+                        SubmitRefusal::CompletionsFull => {
+                            TrySubmitError::CompletionsFull((key, job))
+                        }
+                        SubmitRefusal::ShuttingDown => TrySubmitError::ShuttingDown((key, job)),
+                    },
+                    None => unreachable!("a refused job was never shared"),
+                })
+            }
         }
-        if !completions.try_reserve() {
-            self.shared.admission.release();
-            return Err(TrySubmitError::CompletionsFull((key, job)));
-        }
-        let task = self.next_task();
-        let fresh = CompletionJob {
-            core: JobCore {
-                task,
-                cancel: CancelFlag::new(),
-            },
-            work: Work::new((key, job, sink)),
-            outcome: PhantomData,
-        };
-        let job = match spare {
-            Some(spare) => spare.make(fresh),
-            None => Arc::new(fresh),
-        };
-        self.enqueue(Arc::clone(&job) as Arc<dyn QueuedJob>);
-        Ok(JobCanceller::new(
-            job,
-            self.shared.id,
-            self.shared.instrumentation.clone(),
-        ))
     }
 
-    /// Gives the domain's jobs their owner's context, once: later calls
-    /// are ignored (`false`).
-    pub(crate) fn set_drain_context(&self, context: Box<dyn DrainContext>) -> bool {
-        self.shared.drain_context.set(context).is_ok()
+    /// Admits one job whose outcome goes to `completions`: takes an
+    /// admission and reserves the completion's slot (so the job's delivery
+    /// can never fail), gives the job a fresh task ID, builds it with
+    /// `build` (which receives its [`JobCore`]: a caller that keeps
+    /// finished blocks writes the job into one there) and queues it.
+    /// Returns the queued job, which is also its cancellation target.
+    ///
+    /// The one place completion jobs are admitted: the public
+    /// [`try_submit_to`](Self::try_submit_to) and the runtime's actions
+    /// both come through here.
+    ///
+    /// # Errors
+    ///
+    /// [`Refused`] with the built job and why, if the domain is full, its
+    /// completion queue is full, or it is shutting down. The job is built
+    /// either way, so the caller gets back whatever it moved into it.
+    pub(crate) fn try_submit_job<J, K, T, E>(
+        &self,
+        completions: &CompletionQueue<K, T, E>,
+        build: impl FnOnce(JobCore) -> Arc<J>,
+    ) -> Result<Arc<J>, Refused<J>>
+    where
+        J: QueuedJob + 'static,
+    {
+        let reason = match self.shared.admission.try_admit() {
+            Err(AdmitError::Closed) => Some(SubmitRefusal::ShuttingDown),
+            Err(AdmitError::Full { .. }) => Some(SubmitRefusal::Full),
+            Ok(()) if !completions.try_reserve() => {
+                self.shared.admission.release();
+                Some(SubmitRefusal::CompletionsFull)
+            }
+            Ok(()) => None,
+        };
+        if let Some(reason) = reason {
+            // Task IDs are for admitted jobs; a refused one never runs.
+            let core = JobCore {
+                task: TaskId::MAX,
+                cancel: CancelFlag::new(),
+            };
+            return Err(Refused {
+                job: build(core),
+                reason,
+            });
+        }
+        let core = JobCore {
+            task: self.next_task(),
+            cancel: CancelFlag::new(),
+        };
+        let job = build(core);
+        self.enqueue(Arc::clone(&job) as Arc<dyn QueuedJob>);
+        Ok(job)
+    }
+
+    /// Requests cancellation of `job`, a job of this domain, recording the
+    /// request when the domain is instrumented; `true` for the call that
+    /// made the request.
+    pub(crate) fn cancel_job(&self, job: &dyn CancelTarget) -> bool {
+        JobCanceller::request(job, self.shared.id, self.shared.instrumentation.as_deref())
+    }
+
+    /// Links the domain to the runtime that owns it, once: later calls are
+    /// ignored (`false`).
+    pub(crate) fn set_owner(&self, owner: OwnerLink) -> bool {
+        self.shared.owner.set(owner).is_ok()
     }
 
     /// A runner of inline jobs on this domain (see [`InlineRunner`]).
@@ -519,6 +571,23 @@ impl Domain {
     pub fn instrumentation(&self) -> Option<&Arc<Instrumentation>> {
         self.shared.instrumentation.as_ref()
     }
+}
+
+/// Why [`Domain::try_submit_job`] refused a job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SubmitRefusal {
+    /// The domain holds its capacity of jobs.
+    Full,
+    /// Every slot of the completion queue is reserved.
+    CompletionsFull,
+    /// The domain's shutdown has begun.
+    ShuttingDown,
+}
+
+/// A job [`Domain::try_submit_job`] refused, and why.
+pub(crate) struct Refused<J> {
+    pub(crate) job: Arc<J>,
+    pub(crate) reason: SubmitRefusal,
 }
 
 /// The public error for an admission refusal, holding `job`.

@@ -36,20 +36,18 @@
 //! ```
 
 mod builder;
-mod calls;
+mod caller;
 mod client;
 mod clock;
+mod context;
 mod error;
 mod frames;
-mod inbound;
-mod owner_counts;
-mod progress;
+mod hub;
+mod job;
+mod job_outcome;
+mod owner;
 mod registry;
-mod remote_future;
-mod response_buffers;
-mod scope;
-mod shared;
-mod shutdown;
+mod serve;
 mod stats;
 
 use std::fmt;
@@ -61,20 +59,20 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
 pub use builder::{DEFAULT_DOMAIN, RuntimeBuilder};
-pub use client::{RuntimeClient, SpawnOptions};
+pub use caller::{RemoteFuture, Scope, ScopedFuture, SpawnOptions};
+pub(crate) use client::OwnerLink;
+pub use client::RuntimeClient;
 pub use clock::{SharedClock, StdClock};
+pub use context::ActionContext;
 pub use error::{BuildError, FailureKind, RuntimeError, Side};
-pub use progress::Progress;
-pub use registry::ActionContext;
-pub use remote_future::RemoteFuture;
-pub use scope::{Scope, ScopedFuture};
-pub use shutdown::{ShutdownReport, ShutdownTimeout};
-pub use stats::RuntimeStats;
+pub use owner::{Progress, ShutdownReport, ShutdownTimeout};
+pub use stats::{CancelsDropped, RuntimeStats, ServeStats};
 
 use crate::transport::{TransportDriver, TransportEvent, Wakeup};
-use calls::CallInfo;
-use inbound::Receiver;
-use shared::Shared;
+use caller::CallInfo;
+use hub::{Counters, Hub};
+use owner::OwnerCounts;
+use serve::Server;
 
 /// How long the owner spins before parking when idle: waking a parked
 /// thread costs tens of microseconds on small machines, and the next event
@@ -101,9 +99,12 @@ const MAX_IDLE: Duration = Duration::from_millis(10);
 /// it refuses new work, fails local waiters with `Cancelled`, asks running
 /// handlers to stop and closes the transport with a short deadline.
 pub struct Runtime {
-    shared: Arc<Shared>,
+    hub: Arc<Hub>,
     driver: Box<dyn TransportDriver>,
-    receiver: Receiver,
+    /// The serving side: requests from peers.
+    server: Server,
+    /// Metrics the owner recorded this round, published at its end.
+    counts: OwnerCounts,
     /// How frames from each rank are checked (indexed by rank; the
     /// channel is set per frame), built once: the limits are validated.
     contexts: Box<[dinah_core::wire::DecodeContext]>,
@@ -117,10 +118,10 @@ pub struct Runtime {
     /// waker's atomic one.
     waker: Rc<Waker>,
     peers_drained: Vec<bool>,
-    shutdown: Option<shutdown::ShutdownState>,
+    shutdown: Option<owner::ShutdownState>,
     /// Jobs a timed-out domain join left running, and the remote ones
     /// among them still in the dedup table when it was cleared.
-    stuck: shutdown::Stuck,
+    stuck: owner::Stuck,
     closed: bool,
 }
 
@@ -155,23 +156,23 @@ impl Runtime {
     /// A client for issuing calls from any thread.
     pub fn client(&self) -> RuntimeClient {
         RuntimeClient {
-            shared: Arc::clone(&self.shared),
+            hub: Arc::clone(&self.hub),
         }
     }
 
     /// This rank.
     pub fn rank(&self) -> dinah_core::Rank {
-        self.shared.rank
+        self.hub.rank
     }
 
     /// The number of ranks.
     pub fn world(&self) -> dinah_core::WorldSize {
-        self.shared.world
+        self.hub.world
     }
 
     /// The lifecycle state.
     pub fn state(&self) -> dinah_core::RuntimeState {
-        self.shared.state.load()
+        self.hub.state.load()
     }
 
     /// Drives `future` to completion on the owner thread: polls it, runs
@@ -201,14 +202,11 @@ impl Runtime {
     /// Waits on the driver until something may have happened, at most until
     /// the next deadline (or [`MAX_IDLE`]).
     fn idle(&mut self) {
-        let now = self.shared.clock.now();
-        let next = [
-            self.shared.calls.next_deadline(),
-            self.receiver.next_expiry(),
-        ]
-        .into_iter()
-        .flatten()
-        .min();
+        let now = self.hub.clock.now();
+        let next = [self.hub.calls.next_deadline(), self.server.next_expiry()]
+            .into_iter()
+            .flatten()
+            .min();
         let timeout = next.map_or(MAX_IDLE, |at| {
             at.saturating_duration_since(now).min(MAX_IDLE)
         });
@@ -218,6 +216,24 @@ impl Runtime {
     /// Counts and bytes held right now (never payloads).
     pub fn stats(&self) -> RuntimeStats {
         stats::collect(self)
+    }
+
+    /// The metrics as they will read once this round's counts are
+    /// published (exact on the owner thread).
+    fn metrics_now(&self) -> dinah_core::MetricsSnapshot {
+        let mut counts = self.counts.clone();
+        counts.add_served(&self.server.unpublished());
+        counts.read(&self.hub.metrics)
+    }
+
+    /// Cancellations dropped so far, by cause.
+    fn cancels_dropped(&self) -> CancelsDropped {
+        let counters = &self.hub.counters;
+        CancelsDropped {
+            queue_full: Counters::read(&counters.cancels_queue_full),
+            undeliverable: Counters::read(&counters.cancels_undeliverable),
+            unrecorded: self.server.counts().0.cancels_unrecorded,
+        }
     }
 }
 
@@ -232,9 +248,9 @@ impl fmt::Debug for Runtime {
 impl Drop for Runtime {
     fn drop(&mut self) {
         if !self.closed {
-            shutdown::abandon(self);
+            owner::abandon(self);
         }
         // Clients may outlive the runtime and read its metrics.
-        self.receiver.counts.publish(&self.shared.metrics);
+        self.publish_counts();
     }
 }

@@ -547,7 +547,7 @@ pub(crate) fn handler_error(ctx: &mut RankCtx) -> Ending {
         .wait(client.spawn_on(ctx.next(1), Fail("boom".into())))
         .unwrap_err();
     assert!(
-        matches!(&error, RuntimeError::Remote { kind: FailureKind::Returned, text } if text == "boom"),
+        matches!(&error, RuntimeError::Remote { kind: FailureKind::Returned, text, .. } if text == "boom"),
         "{error:?}"
     );
     Ending::Clean
@@ -562,7 +562,7 @@ pub(crate) fn handler_panic(ctx: &mut RankCtx) -> Ending {
         .wait(client.spawn_on(target, Explode("kaboom".into())))
         .unwrap_err();
     assert!(
-        matches!(&error, RuntimeError::Remote { kind: FailureKind::Panicked, text } if text.contains("kaboom")),
+        matches!(&error, RuntimeError::Remote { kind: FailureKind::Panicked, text, .. } if text.contains("kaboom")),
         "{error:?}"
     );
     assert_eq!(

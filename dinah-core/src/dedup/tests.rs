@@ -74,10 +74,10 @@ fn begin_in_every_state() {
         let (mut dedup, k, slot) = prepared(start);
         let got = dedup.begin(k).unwrap();
         let want = match start {
-            Start::Absent => Admission::Execute { slot: 1 },
-            Start::Running | Start::CancelRequested => Admission::DuplicateRunning { slot },
-            Start::Completed => Admission::DuplicateCompleted { slot, cached: true },
-            Start::Cancelled => Admission::DuplicateCancelled { slot },
+            Start::Absent => Arrival::Execute { slot: 1 },
+            Start::Running | Start::CancelRequested => Arrival::DuplicateRunning { slot },
+            Start::Completed => Arrival::DuplicateCompleted { slot, cached: true },
+            Start::Cancelled => Arrival::DuplicateCancelled { slot },
         };
         assert_eq!(got, want, "{start:?}");
         assert_eq!(got.is_execute(), matches!(start, Start::Absent));
@@ -116,8 +116,8 @@ fn complete_in_every_state() {
         let got = dedup.complete(k, t(5), 7);
         let want = match start {
             Start::Absent => Err(DedupError::NotFound { key: k }),
-            Start::Running => Ok(Completion::Retained { slot, bytes: 7 }),
-            Start::CancelRequested => Ok(Completion::Cancelled { slot }),
+            Start::Running => Ok(Retention::Retained { slot, bytes: 7 }),
+            Start::CancelRequested => Ok(Retention::Cancelled { slot }),
             Start::Completed => Err(DedupError::NotRunning {
                 key: k,
                 state: DedupState::Completed { cached: true },
@@ -229,24 +229,24 @@ fn byte_budget_decides_retention() {
     }
     let first = dedup.complete(keys[0], t(0), 60).unwrap();
     assert!(first.retain());
-    assert_eq!(first, Completion::Retained { slot: 0, bytes: 60 });
+    assert_eq!(first, Retention::Retained { slot: 0, bytes: 60 });
     let second = dedup.complete(keys[1], t(1), 41).unwrap();
-    assert_eq!(second, Completion::MarkerOnly { slot: 1 });
+    assert_eq!(second, Retention::MarkerOnly { slot: 1 });
     assert!(!second.retain());
     assert_eq!(second.slot(), 1);
     assert_eq!(
         dedup.complete(keys[2], t(2), 40).unwrap(),
-        Completion::Retained { slot: 2, bytes: 40 }
+        Retention::Retained { slot: 2, bytes: 40 }
     );
     assert_eq!(dedup.retained_bytes(), 100);
     // u64 overflow of the running total counts as over budget.
     assert_eq!(
         dedup.complete(keys[3], t(3), u64::MAX).unwrap(),
-        Completion::MarkerOnly { slot: 3 }
+        Retention::MarkerOnly { slot: 3 }
     );
     assert_eq!(
         dedup.begin(keys[1]).unwrap(),
-        Admission::DuplicateCompleted {
+        Arrival::DuplicateCompleted {
             slot: 1,
             cached: false
         }
@@ -275,7 +275,7 @@ fn a_full_table_admits_nothing_and_never_evicts_running_entries() {
     // Duplicates of entries present are still answered when full.
     assert_eq!(
         dedup.begin(key(0, 1)),
-        Ok(Admission::DuplicateRunning { slot: 0 })
+        Ok(Arrival::DuplicateRunning { slot: 0 })
     );
     // Expired finished entries are reclaimed only by draining.
     let _ = dedup.complete(key(0, 1), t(0), 0).unwrap();
@@ -284,7 +284,7 @@ fn a_full_table_admits_nothing_and_never_evicts_running_entries() {
         Err(DedupError::Full { capacity: 2 })
     );
     assert_eq!(dedup.pop_expired(t(100)).unwrap().slot, 0);
-    assert_eq!(dedup.begin(key(0, 3)), Ok(Admission::Execute { slot: 0 }));
+    assert_eq!(dedup.begin(key(0, 3)), Ok(Arrival::Execute { slot: 0 }));
 }
 
 #[test]
@@ -308,7 +308,7 @@ fn tombstones_are_bounded_separately() {
     );
     assert_eq!(
         dedup.complete(key(1, 3), t(0), 5),
-        Ok(Completion::Cancelled { slot: 1 })
+        Ok(Retention::Cancelled { slot: 1 })
     );
     assert_eq!(dedup.tombstones(), 1);
     let _ = dedup.pop_expired(t(100)).unwrap();
@@ -489,8 +489,8 @@ fn display_and_debug() {
     for (state, text) in states {
         assert_eq!(state.to_string(), text);
     }
-    assert_eq!(Completion::Cancelled { slot: 4 }.slot(), 4);
-    assert_eq!(Admission::DuplicateCancelled { slot: 2 }.slot(), 2);
+    assert_eq!(Retention::Cancelled { slot: 4 }.slot(), 4);
+    assert_eq!(Arrival::DuplicateCancelled { slot: 2 }.slot(), 2);
     let mut dedup = table::<2>(9);
     let _ = dedup.begin(k).unwrap();
     assert_eq!(

@@ -123,8 +123,8 @@ pub struct DedupEntry {
 /// What to do with an incoming request; see
 /// [`DedupTable::begin`](crate::DedupTable::begin).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[must_use = "an admission says whether to run the request"]
-pub enum Admission {
+#[must_use = "an arrival says whether to run the request"]
+pub enum Arrival {
     /// New: now recorded as running. Queue it; its slot indexes the
     /// caller's response storage.
     Execute {
@@ -152,8 +152,8 @@ pub enum Admission {
     },
 }
 
-impl Admission {
-    /// Is this [`Admission::Execute`]?
+impl Arrival {
+    /// Is this [`Arrival::Execute`]?
     pub const fn is_execute(&self) -> bool {
         matches!(self, Self::Execute { .. })
     }
@@ -172,8 +172,8 @@ impl Admission {
 /// How a finished request was recorded; see
 /// [`DedupTable::complete`](crate::DedupTable::complete).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[must_use = "a completion says whether to keep the response bytes"]
-pub enum Completion {
+#[must_use = "a retention says whether to keep the response bytes"]
+pub enum Retention {
     /// The response fits the byte budget: store it in `slot` of the
     /// caller's response storage until the entry expires.
     Retained {
@@ -198,7 +198,7 @@ pub enum Completion {
     },
 }
 
-impl Completion {
+impl Retention {
     /// The entry's slot.
     pub const fn slot(&self) -> usize {
         match *self {

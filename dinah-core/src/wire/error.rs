@@ -212,6 +212,12 @@ pub enum ProtocolError {
         /// Segments given.
         actual: usize,
     },
+    /// Stamping only ([`stamp_request_id`](super::stamp_request_id)): the
+    /// frame is not a request.
+    NotARequest {
+        /// The kind byte found.
+        code: u8,
+    },
     /// Encoding or assembling only: the output buffer is too small.
     BufferTooSmall {
         /// Bytes needed.
@@ -240,6 +246,7 @@ impl fmt::Display for ProtocolError {
                 "unsupported protocol version {found} (this build speaks {PROTOCOL_VERSION})"
             ),
             Self::UnknownKind { code } => write!(f, "unknown message kind {code}"),
+            Self::NotARequest { code } => write!(f, "a frame of kind {code} is not a request"),
             Self::UnexpectedHello => {
                 f.write_str("a hello record arrived where a frame was expected")
             }

@@ -50,6 +50,30 @@ const _: () = {
     assert!(at::FRAMES_SENT + 8 == HEADER_LEN);
 };
 
+/// Writes `request` into the request field of an encoded request frame.
+///
+/// For a sender that numbers its requests in send order (see
+/// [`RequestSequencer`](crate::RequestSequencer)): it encodes the frame
+/// once, outside the lock it sends under, and writes only the ID under it.
+/// The frame stays valid: a request ID is any non-zero value.
+///
+/// # Errors
+///
+/// [`ProtocolError::ShortHeader`] if `frame` is shorter than a header;
+/// [`ProtocolError::NotARequest`] if its kind byte is not a request's.
+/// Nothing is written then.
+pub fn stamp_request_id(frame: &mut [u8], request: RequestId) -> Result<(), ProtocolError> {
+    let Some(head) = frame.get_mut(..HEADER_LEN) else {
+        return Err(ProtocolError::ShortHeader { len: frame.len() });
+    };
+    let code = head[at::KIND];
+    if code != MessageKind::Request.code() {
+        return Err(ProtocolError::NotARequest { code });
+    }
+    head[at::REQUEST..at::REQUEST + 8].copy_from_slice(&request.get().to_le_bytes());
+    Ok(())
+}
+
 /// A validated frame header: who sent it, what it says, and the shape of
 /// the payload that follows.
 ///
@@ -238,6 +262,22 @@ impl Header {
     /// What the frame says.
     pub const fn message(&self) -> &Message {
         &self.message
+    }
+
+    /// The same header for request `request`: the call's ID replaced in
+    /// a request, result, error or cancel message (a goodbye has none and
+    /// is returned as it is). The frame [`stamp_request_id`] rewrites has
+    /// this header.
+    #[must_use]
+    pub const fn with_request_id(mut self, request: RequestId) -> Self {
+        match &mut self.message {
+            Message::Request { call, .. }
+            | Message::Result { call }
+            | Message::Cancel { call }
+            | Message::Error { call, .. } => call.request = request,
+            Message::Goodbye { .. } => {}
+        }
+        self
     }
 
     /// The frame's kind.

@@ -3,21 +3,14 @@
 //! A job that must reach its owner's state (the runtime's registry, clock
 //! and completion queues) could carry a counted reference to it, but then
 //! every job takes that reference on the submitting thread's core and lets
-//! it go on a worker's: two transfers of one cache line per job, about a
-//! tenth of the pooled runtime's throughput over TCP and MPI. Instead the
-//! owner gives the domain a [`DrainContext`] once; a worker enters it once
-//! per drain of the queue (a trampoline, which runs every job it finds)
-//! and its jobs borrow the context through their
-//! [`JobContext`](crate::JobContext). (Tested in `domain/tests.rs`.)
+//! it go on a worker's: two transfers of one cache line per job. Instead
+//! the runtime gives each of its domains an [`OwnerLink`] once; a worker
+//! enters it once per drain of the queue (a trampoline, which runs every
+//! job it finds) and hands the [`Context`] it yields to each job it runs.
 
-use std::any::Any;
+pub(crate) use crate::runtime::OwnerLink;
 
-/// The borrowed context jobs see: whatever the domain's owner provides.
-pub(crate) type Context<'a> = Option<&'a (dyn Any + Send + Sync)>;
-
-/// Provides a domain's jobs with their owner's context.
-pub(crate) trait DrainContext: Send + Sync {
-    /// Calls `drain` with the context, or with `None` if it is gone (its
-    /// owner was dropped; the jobs then have nobody to answer).
-    fn enter(&self, drain: &mut dyn FnMut(Context<'_>));
-}
+/// The context a domain's jobs see: a client of the runtime that owns the
+/// domain, or `None` for a domain without an owner (a standalone
+/// [`Domain`](super::Domain)) or whose runtime is gone.
+pub(crate) type Context<'a> = Option<&'a crate::runtime::RuntimeClient>;

@@ -18,7 +18,6 @@
 //! waiter that sees `DONE` finds the outcome stored (the outcome lock
 //! orders it too).
 
-use std::any::Any;
 use std::fmt;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -41,9 +40,6 @@ const WAITING: u8 = 2;
 pub(crate) trait CancelTarget: Send + Sync {
     fn cancel_flag(&self) -> &CancelFlag;
     fn task_id(&self) -> TaskId;
-    /// The target itself, as a block a [`SpareJobs`](super::spare_jobs::SpareJobs)
-    /// may keep.
-    fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync>;
 }
 
 /// The identity and cancellation flag of a job without a handle (a job
@@ -135,9 +131,6 @@ impl<T: Send + 'static, E: Send + 'static> CancelTarget for JobSlot<T, E> {
     fn task_id(&self) -> TaskId {
         self.task
     }
-    fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync> {
-        self
-    }
 }
 
 /// Requests cancellation of one job; cheap to clone and send.
@@ -165,12 +158,6 @@ impl JobCanceller {
         }
     }
 
-    /// The job's block, for a [`SpareJobs`](super::spare_jobs::SpareJobs)
-    /// to reuse once nothing else holds it.
-    pub(crate) fn into_block(self) -> Arc<dyn Any + Send + Sync> {
-        self.target.into_any()
-    }
-
     /// Requests cancellation. Returns `true` for the one call that made the
     /// request, `false` if it had already been made.
     ///
@@ -178,10 +165,20 @@ impl JobCanceller {
     /// request when it polls its [`JobContext`](crate::JobContext); a
     /// finished job is unaffected.
     pub fn cancel(&self) -> bool {
-        let first = self.target.cancel_flag().request();
+        Self::request(&*self.target, self.domain, self.instrumentation.as_deref())
+    }
+
+    /// Requests cancellation of `target`, a job of `domain`, recording the
+    /// first request in `instrumentation`; `true` for that first request.
+    pub(crate) fn request(
+        target: &dyn CancelTarget,
+        domain: DomainId,
+        instrumentation: Option<&Instrumentation>,
+    ) -> bool {
+        let first = target.cancel_flag().request();
         if first {
-            if let Some(instrumentation) = &self.instrumentation {
-                instrumentation.cancellation_requested(self.domain, self.target.task_id());
+            if let Some(instrumentation) = instrumentation {
+                instrumentation.cancellation_requested(domain, target.task_id());
             }
         }
         first

@@ -65,7 +65,6 @@ pub struct JobContext<'a> {
     job_cancel: &'a CancelFlag,
     domain_cancel: &'a CancelFlag,
     acknowledged: Cell<bool>,
-    drain: Context<'a>,
 }
 
 impl JobContext<'_> {
@@ -106,12 +105,6 @@ impl JobContext<'_> {
         } else {
             Ok(())
         }
-    }
-
-    /// The context the domain's owner gave its jobs (see
-    /// [`DrainContext`](super::DrainContext)), if any.
-    pub(crate) fn drain_context(&self) -> Context<'_> {
-        self.drain
     }
 
     /// Acknowledges a pending cancellation request: returns `true` (and
@@ -199,7 +192,6 @@ pub(crate) fn execute<F, T, E>(
     domain: &DomainShared,
     task: TaskId,
     cancel: &CancelFlag,
-    drain: Context<'_>,
     job: F,
 ) -> TaskOutcome<T, E>
 where
@@ -226,7 +218,6 @@ where
         job_cancel: cancel,
         domain_cancel: &domain.cancel_running,
         acknowledged: Cell::new(false),
-        drain,
     };
     let outcome = match panic::catch_unwind(AssertUnwindSafe(|| job(&context))) {
         Ok(_) if context.acknowledged.get() => TaskOutcome::Failed(TaskFailure::cancelled()),
@@ -251,9 +242,9 @@ where
     T: Send,
     E: Send,
 {
-    fn run(self: Arc<Self>, domain: &DomainShared, context: Context<'_>) {
+    fn run(self: Arc<Self>, domain: &DomainShared, _: Context<'_>) {
         let job = self.job.take();
-        let outcome = execute(domain, self.slot.task, &self.slot.cancel, context, job);
+        let outcome = execute(domain, self.slot.task, &self.slot.cancel, job);
         self.slot.complete(outcome);
     }
 
@@ -265,21 +256,16 @@ where
     }
 }
 
-/// Where a completion job's outcome goes: a [`CompletionQueue`] (held
-/// by the job), or something that finds one through the domain's
-/// [`DrainContext`](super::DrainContext), as the runtime's sink does, so
-/// that the job carries no counted reference: every one a job carries is
-/// taken on the owner's core and let go on a worker's, one cache-line
-/// transfer each way.
+/// Where a completion job's outcome goes: the [`CompletionQueue`] whose
+/// slot its admission reserved.
 pub(crate) trait CompletionSink<K, T, E>: Send {
     /// Pushes `completion` into the slot reserved for it and wakes the
-    /// queue's owner; `context` is the domain's (see
-    /// [`DrainContext`](super::DrainContext)).
-    fn deliver(&self, completion: Completion<K, T, E>, context: Context<'_>);
+    /// queue's owner.
+    fn deliver(&self, completion: Completion<K, T, E>);
 }
 
 impl<K: Send, T: Send, E: Send> CompletionSink<K, T, E> for Arc<CompletionQueue<K, T, E>> {
-    fn deliver(&self, completion: Completion<K, T, E>, _: Context<'_>) {
+    fn deliver(&self, completion: Completion<K, T, E>) {
         CompletionQueue::deliver(self, completion);
     }
 }
@@ -311,9 +297,6 @@ where
     fn task_id(&self) -> TaskId {
         self.core.task
     }
-    fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync> {
-        self
-    }
 }
 
 impl<K, F, S, T, E> QueuedJob for CompletionJob<K, F, S, T, E>
@@ -322,28 +305,25 @@ where
     F: FnOnce(&JobContext<'_>) -> Result<T, E> + Send,
     S: CompletionSink<K, T, E>,
 {
-    fn run(self: Arc<Self>, domain: &DomainShared, context: Context<'_>) {
+    fn run(self: Arc<Self>, domain: &DomainShared, _: Context<'_>) {
         let (key, job, sink) = self.work.take();
         let task = self.core.task;
-        let outcome = execute(domain, task, &self.core.cancel, context, job);
+        let outcome = execute(domain, task, &self.core.cancel, job);
         drop(self);
-        sink.deliver(Completion { key, task, outcome }, context);
+        sink.deliver(Completion { key, task, outcome });
     }
 
-    fn cancel(self: Arc<Self>, domain: &DomainShared, context: Context<'_>) {
+    fn cancel(self: Arc<Self>, domain: &DomainShared, _: Context<'_>) {
         let (key, job, sink) = self.work.take();
         drop(job);
         let task = self.core.task;
         domain.cancelled_by_shutdown(task, Some(&self.core.cancel));
         drop(self);
-        sink.deliver(
-            Completion {
-                key,
-                task,
-                outcome: TaskOutcome::Failed(TaskFailure::cancelled()),
-            },
-            context,
-        );
+        sink.deliver(Completion {
+            key,
+            task,
+            outcome: TaskOutcome::Failed(TaskFailure::cancelled()),
+        });
     }
 }
 
@@ -385,7 +365,6 @@ mod tests {
             job_cancel: &job,
             domain_cancel: &domain,
             acknowledged: Cell::new(false),
-            drain: None,
         };
         assert_eq!(context.check(), Ok(()));
         assert!(!context.acknowledged.get());

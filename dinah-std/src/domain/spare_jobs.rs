@@ -1,35 +1,30 @@
 //! Finished job blocks kept for the next submission of the same kind.
 //!
-//! A pooled action's job is one shared block (see [`CompletionJob`]):
-//! allocated by the submitting thread, shared by the queue and the job's
-//! canceller, and let go of by the worker before it delivers the outcome.
-//! Once the submitter has the outcome and drops the canceller, the block is
-//! usually its alone again. A submitter that keeps [`SpareJobs`] gives
-//! such blocks back ([`JobCanceller::into_block`]) and the next submission
-//! of the same job type writes its job into one ([`SpareJobs::make`])
-//! instead of allocating: with many actions in flight, the bursts of
-//! allocations and frees otherwise went past the allocator's per-thread
-//! cache.
+//! A pooled action's job is one shared block: allocated by the submitting
+//! thread, shared by the domain's queue and the submitter (which cancels
+//! through it), and let go of by the worker before it delivers the
+//! outcome. Once the submitter has the outcome, the block is usually its
+//! alone again. A submitter that keeps [`SpareJobs`] gives such blocks
+//! back and writes the next job into one ([`SpareJobs::make`]) instead of
+//! allocating: with many actions in flight, the bursts of allocations and
+//! frees otherwise went past the allocator's per-thread cache.
 //!
 //! No `unsafe`: a block is reused only through [`Arc::get_mut`], which
-//! proves no other reference (a clone of the canceller, a worker still
-//! holding it) exists; anything else is dropped as usual. The store is
-//! bounded: it keeps at most `keep` blocks and frees the rest.
-//!
-//! [`CompletionJob`]: super::job::CompletionJob
-//! [`JobCanceller::into_block`]: super::JobCanceller::into_block
+//! proves no other reference (a worker still holding it) exists; anything
+//! else is dropped as usual. The store is bounded: it keeps at most `keep`
+//! blocks and frees the rest.
 
-use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 
-/// A bounded store of finished job blocks (see the module docs).
-pub(crate) struct SpareJobs {
-    blocks: Vec<Arc<dyn Any + Send + Sync>>,
+/// A bounded store of finished job blocks of type `J` (see the module
+/// docs).
+pub(crate) struct SpareJobs<J> {
+    blocks: Vec<Arc<J>>,
     keep: usize,
 }
 
-impl SpareJobs {
+impl<J> SpareJobs<J> {
     /// An empty store that keeps at most `keep` blocks; its room is
     /// allocated once, here.
     pub(crate) fn new(keep: usize) -> Self {
@@ -41,21 +36,16 @@ impl SpareJobs {
 
     /// Keeps `block` for a later [`make`](Self::make) if there is room
     /// and nobody else holds it; drops it otherwise.
-    pub(crate) fn give(&mut self, mut block: Arc<dyn Any + Send + Sync>) {
+    pub(crate) fn give(&mut self, mut block: Arc<J>) {
         if self.blocks.len() < self.keep && Arc::get_mut(&mut block).is_some() {
             self.blocks.push(block);
         }
     }
 
-    /// `value` in a shared block: a kept block of type `J` that only this
-    /// store holds, overwritten in place, or a new allocation if none is
-    /// kept (a kept block of another type is dropped).
-    pub(crate) fn make<J: Any + Send + Sync>(&mut self, value: J) -> Arc<J> {
-        let kept = self
-            .blocks
-            .pop()
-            .and_then(|block| block.downcast::<J>().ok());
-        match kept {
+    /// `value` in a shared block: a kept block, overwritten in place, or a
+    /// new allocation if none is kept.
+    pub(crate) fn make(&mut self, value: J) -> Arc<J> {
+        match self.blocks.pop() {
             Some(mut block) => match Arc::get_mut(&mut block) {
                 Some(slot) => {
                     *slot = value;
@@ -74,7 +64,7 @@ impl SpareJobs {
     }
 }
 
-impl fmt::Debug for SpareJobs {
+impl<J> fmt::Debug for SpareJobs<J> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SpareJobs")
             .field("kept", &self.blocks.len())
@@ -106,12 +96,12 @@ mod tests {
     }
 
     #[test]
-    fn the_store_is_bounded_and_drops_other_types() {
+    fn the_store_is_bounded() {
         let mut spare = SpareJobs::new(1);
         spare.give(Arc::new(1_u32));
         spare.give(Arc::new(2_u32));
         assert_eq!(spare.len(), 1, "the second block is freed");
-        assert_eq!(*spare.make(3_u64), 3, "a block of another type");
-        assert_eq!(spare.len(), 0, "and it was dropped");
+        assert_eq!(*spare.make(3_u32), 3);
+        assert_eq!(spare.len(), 0);
     }
 }

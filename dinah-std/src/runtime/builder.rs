@@ -7,17 +7,19 @@ use std::sync::Arc;
 use crossbeam_queue::ArrayQueue;
 use dinah_core::wire::{Channel, DecodeContext};
 use dinah_core::{
-    AtomicRuntimeState, DomainId, ProtocolLimits, RequestIdAllocator, RuntimeLimits,
-    RuntimeMetrics, RuntimeState,
+    AtomicRuntimeState, DomainId, ProtocolLimits, RuntimeLimits, RuntimeMetrics, RuntimeState,
 };
 
-use super::calls::Calls;
+use super::caller::Calls;
 use super::clock::{SharedClock, StdClock};
+use super::context::ActionContext;
 use super::error::BuildError;
-use super::inbound::Receiver;
-use super::registry::{ActionContext, Entry, Registry, Typed};
-use super::shared::{ClientContext, CompletionSet, Completions, Counters, Domains, Shared};
-use super::{OwnerWaker, Runtime};
+use super::hub::{CompletionSet, Counters, Domains, Hub};
+use super::job_outcome::Completions;
+use super::owner::OwnerCounts;
+use super::registry::{Entry, Registry, Typed};
+use super::serve::Server;
+use super::{OwnerLink, OwnerWaker, Runtime};
 use crate::action::{Action, ActionError};
 use crate::domain::{Domain, DomainConfig, Instrumentation};
 use crate::transport::{HandleConfig, TransportDriver, TransportHandle, TransportHello};
@@ -64,15 +66,30 @@ impl RuntimeBuilder {
     /// Declares worker domain `id` with `workers` threads (its queue holds
     /// [`RuntimeLimits::max_action_queue`] jobs).
     ///
+    /// Every bound the runtime derives from the limits (the completion
+    /// queues, the responses that may wait for the transport) counts at
+    /// most [`RuntimeLimits::workers_per_domain`] workers per domain, so a
+    /// domain may have fewer workers but not more.
+    ///
     /// # Errors
     ///
     /// [`BuildError::DomainLimit`] if `id` is already declared or this
-    /// would exceed [`RuntimeLimits::max_domains`].
+    /// would exceed [`RuntimeLimits::max_domains`];
+    /// [`BuildError::DomainWorkers`] if `workers` exceeds
+    /// [`RuntimeLimits::workers_per_domain`].
     pub fn domain(&mut self, id: DomainId, workers: NonZeroUsize) -> Result<&mut Self, BuildError> {
         if self.domains.iter().any(|(d, _)| *d == id)
             || self.domains.len() >= usize::from(self.limits.max_domains)
         {
             return Err(BuildError::DomainLimit { domain: id });
+        }
+        let max = self.limits.workers_per_domain;
+        if workers.get() > usize::from(max) {
+            return Err(BuildError::DomainWorkers {
+                domain: id,
+                workers: workers.get(),
+                max,
+            });
         }
         self.domains.push((id, workers));
         Ok(self)
@@ -288,6 +305,8 @@ impl RuntimeBuilder {
         let waker = std::task::Waker::from(Arc::new(OwnerWaker(wakeup)));
         let mut started = Vec::with_capacity(domains.len());
         let mut queues = Vec::with_capacity(domains.len());
+        // Every job any domain can hold at once: each will answer once.
+        let mut jobs = 0;
         for (id, workers) in domains {
             let queue = NonZeroUsize::new(self.limits.max_action_queue as usize)
                 .unwrap_or(NonZeroUsize::MIN);
@@ -302,6 +321,7 @@ impl RuntimeBuilder {
                 .capacity()
                 .and_then(NonZeroUsize::new)
                 .unwrap_or(NonZeroUsize::MIN);
+            jobs += capacity.get();
             let completions = Arc::new(Completions::new(capacity));
             completions.register_waker(&waker);
             let domain =
@@ -312,19 +332,18 @@ impl RuntimeBuilder {
         let completions = CompletionSet::new(queues);
         let world = handle.world();
         // Each domain's workers reach the runtime through a weak reference
-        // entered once per drain (see `ClientContext`), not one per job.
-        let shared = Arc::new_cyclic(|weak| {
+        // entered once per drain (see `OwnerLink`), not one per job.
+        let hub = Arc::new_cyclic(|weak| {
             for (_, domain) in &started {
-                domain.set_drain_context(Box::new(ClientContext(weak.clone())));
+                domain.set_owner(OwnerLink(weak.clone()));
             }
-            Shared {
+            Hub {
                 rank: handle.rank(),
                 world,
                 protocol: self.protocol,
                 limits: self.limits,
                 state,
-                calls: Calls::new(self.limits.max_pending_calls as usize),
-                request_ids: RequestIdAllocator::new(),
+                calls: Calls::new(self.limits.max_pending_calls as usize, world),
                 registry: self.registry,
                 domains: Domains::new(started),
                 completions,
@@ -335,31 +354,34 @@ impl RuntimeBuilder {
                 handle,
             }
         });
-        let receiver = Receiver::new(&shared);
+        // Each admitted job answers once, and each frame read in a round
+        // at most once (see `serve/respond.rs`).
+        let outbox = jobs + self.limits.max_progress_events as usize;
+        let server = Server::new(&hub, outbox);
         let contexts = world
             .ranks()
             .map(|rank| {
-                DecodeContext::new(Channel::Action, rank, world, shared.protocol)
+                DecodeContext::new(Channel::Action, rank, world, hub.protocol)
                     .expect("the builder validated the limits; the rank is of the world")
             })
             .collect();
-        shared
-            .state
+        hub.state
             .transition(RuntimeState::Bootstrapping, RuntimeState::Running)
             .map_err(|e| BuildError::State { state: e.from })?;
         Ok(Runtime {
-            receiver,
+            server,
+            counts: OwnerCounts::default(),
             contexts,
             driver: Box::new(driver),
-            events: Vec::with_capacity(shared.limits.max_progress_events as usize),
+            events: Vec::with_capacity(hub.limits.max_progress_events as usize),
             expired: Vec::new(),
             cancel_retry: None,
             waker: std::rc::Rc::new(waker),
             peers_drained: vec![false; world.get() as usize],
             shutdown: None,
-            stuck: super::shutdown::Stuck::default(),
+            stuck: super::owner::Stuck::default(),
             closed: false,
-            shared,
+            hub,
         })
     }
 }

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use dinah_core::wire::{ErrorCode, ProtocolError};
+use dinah_core::wire::{Call, ErrorCode, ProtocolError, TraceId};
 use dinah_core::{
     ActionId, DomainId, FingerprintError, LimitField, LimitsError, Rank, RuntimeState,
 };
@@ -78,6 +78,9 @@ pub enum RuntimeError {
         kind: FailureKind,
         /// The handler's error text, at most 4096 bytes.
         text: String,
+        /// The call's trace ID, if the caller gave one
+        /// ([`SpawnOptions::with_trace`](crate::SpawnOptions::with_trace)).
+        trace: Option<TraceId>,
     },
     /// The call was cancelled (by the caller, a scope, or shutdown) or the
     /// target observed a cancellation before producing a result.
@@ -125,25 +128,23 @@ pub enum RuntimeError {
 }
 
 impl RuntimeError {
-    /// The error a caller sees for an error frame with `code` and `text`.
-    pub(crate) fn from_wire(
-        code: ErrorCode,
-        text: &str,
-        action: ActionId,
-        domain: DomainId,
-        after: Duration,
-    ) -> Self {
+    /// The error a caller sees for an error frame with `code` and `text`
+    /// about its `call`, whose deadline was `after`.
+    pub(crate) fn from_wire(code: ErrorCode, text: &str, call: Call, after: Duration) -> Self {
+        let remote = |kind| Self::Remote {
+            kind,
+            text: text.to_owned(),
+            trace: call.trace,
+        };
         match code {
-            ErrorCode::UnknownAction => Self::UnknownAction { action },
-            ErrorCode::UnknownDomain => Self::UnknownDomain { domain },
-            ErrorCode::UserFailure => Self::Remote {
-                kind: FailureKind::Returned,
-                text: text.to_owned(),
+            ErrorCode::UnknownAction => Self::UnknownAction {
+                action: call.action,
             },
-            ErrorCode::HandlerPanicked => Self::Remote {
-                kind: FailureKind::Panicked,
-                text: text.to_owned(),
+            ErrorCode::UnknownDomain => Self::UnknownDomain {
+                domain: call.domain,
             },
+            ErrorCode::UserFailure => remote(FailureKind::Returned),
+            ErrorCode::HandlerPanicked => remote(FailureKind::Panicked),
             ErrorCode::Cancelled => Self::Cancelled,
             ErrorCode::DeadlineExceeded => Self::DeadlineExceeded { after },
             ErrorCode::ResourceExhausted { limit } => Self::ResourceExhausted {
@@ -154,10 +155,7 @@ impl RuntimeError {
             ErrorCode::ShuttingDown => Self::ShuttingDown,
             // ProtocolViolation and codes added later: the peer rejected
             // our frame.
-            _ => Self::Remote {
-                kind: FailureKind::Codec,
-                text: text.to_owned(),
-            },
+            _ => remote(FailureKind::Codec),
         }
     }
 }
@@ -171,18 +169,17 @@ impl fmt::Display for RuntimeError {
             }
             Self::UnknownAction { action } => write!(f, "{action} is not registered on the target"),
             Self::UnknownDomain { domain } => write!(f, "{domain} does not exist on the target"),
-            Self::Remote {
-                kind: FailureKind::Returned,
-                text,
-            } => write!(f, "remote handler failed: {text}"),
-            Self::Remote {
-                kind: FailureKind::Panicked,
-                text,
-            } => write!(f, "remote handler panicked: {text}"),
-            Self::Remote {
-                kind: FailureKind::Codec,
-                text,
-            } => write!(f, "remote side rejected the call: {text}"),
+            Self::Remote { kind, text, trace } => {
+                match kind {
+                    FailureKind::Returned => write!(f, "remote handler failed: {text}")?,
+                    FailureKind::Panicked => write!(f, "remote handler panicked: {text}")?,
+                    FailureKind::Codec => write!(f, "remote side rejected the call: {text}")?,
+                }
+                match trace {
+                    Some(trace) => write!(f, " ({trace})"),
+                    None => Ok(()),
+                }
+            }
             Self::Cancelled => f.write_str("call was cancelled"),
             Self::DeadlineExceeded { after } => {
                 write!(f, "call exceeded its deadline of {after:?}")
@@ -240,6 +237,18 @@ pub enum BuildError {
         /// The domain.
         domain: DomainId,
     },
+    /// A domain was declared with more workers than
+    /// [`RuntimeLimits::workers_per_domain`](dinah_core::RuntimeLimits::workers_per_domain):
+    /// the queues the runtime sizes from the limits would not hold every
+    /// job's result.
+    DomainWorkers {
+        /// The domain.
+        domain: DomainId,
+        /// The workers asked for.
+        workers: usize,
+        /// The limit.
+        max: u16,
+    },
     /// A worker domain could not be started.
     Domain(DomainStartError),
     /// The transport's handle does not match the limits (its world or its
@@ -263,6 +272,14 @@ impl fmt::Display for BuildError {
             Self::DomainLimit { domain } => {
                 write!(f, "{domain} is declared twice or exceeds max_domains")
             }
+            Self::DomainWorkers {
+                domain,
+                workers,
+                max,
+            } => write!(
+                f,
+                "{domain} is declared with {workers} workers, more than workers_per_domain ({max})"
+            ),
             Self::Domain(error) => write!(f, "worker domain failed to start: {error}"),
             Self::TransportMismatch => {
                 f.write_str("transport does not match the runtime's hello or limits")

@@ -1,88 +1,16 @@
-//! The immutable registry of typed actions, type-erased for dispatch.
+//! The immutable registry of typed actions, type-erased for dispatch:
+//! every call, from a peer or from this rank, reaches its handler through
+//! the wire codec.
 
-use std::any::Any;
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use dinah_core::{ActionId, DomainId, Fingerprint, Rank, Registration, RequestId};
+use dinah_core::{ActionId, DomainId, Fingerprint, Registration};
 
-use super::RuntimeClient;
+use super::context::ActionContext;
 use super::error::BuildError;
 use crate::action::{Action, ActionError, CodecError, SegmentReader, SegmentWriter, WireValue};
-use crate::domain::JobContext;
-
-/// What a handler sees besides its input: who called, and whether the call
-/// was cancelled.
-///
-/// Cancellation is cooperative: a long handler should call
-/// [`is_cancelled`](Self::is_cancelled) at safe points and return early;
-/// nothing interrupts it. The [`client`](Self::client) lets a handler call
-/// other ranks (its futures are driven by the owner thread's progress).
-pub struct ActionContext<'a> {
-    pub(crate) origin: Rank,
-    pub(crate) request: RequestId,
-    pub(crate) action: ActionId,
-    pub(crate) domain: DomainId,
-    pub(crate) job: Option<&'a JobContext<'a>>,
-    pub(crate) client: &'a RuntimeClient,
-}
-
-impl ActionContext<'_> {
-    /// The rank that issued the call.
-    pub fn origin(&self) -> Rank {
-        self.origin
-    }
-
-    /// The call's request ID (scoped to the origin).
-    pub fn request(&self) -> RequestId {
-        self.request
-    }
-
-    /// The action being run.
-    pub fn action(&self) -> ActionId {
-        self.action
-    }
-
-    /// The domain running it.
-    pub fn domain(&self) -> DomainId {
-        self.domain
-    }
-
-    /// Has the caller (or a shutdown) asked this call to stop?
-    pub fn is_cancelled(&self) -> bool {
-        self.job.is_some_and(JobContext::is_cancellation_requested)
-    }
-
-    /// A safe point for `?`: stops the handler with a cancellation error if
-    /// cancellation was requested (the caller then sees `Cancelled`).
-    ///
-    /// # Errors
-    ///
-    /// An [`ActionError`] saying the call was cancelled.
-    pub fn check(&self) -> Result<(), ActionError> {
-        match self.job {
-            Some(job) if job.check().is_err() => Err(ActionError::new("cancelled")),
-            _ => Ok(()),
-        }
-    }
-
-    /// A client of the local runtime, for nested calls.
-    pub fn client(&self) -> &RuntimeClient {
-        self.client
-    }
-}
-
-impl fmt::Debug for ActionContext<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ActionContext")
-            .field("origin", &self.origin)
-            .field("request", &self.request)
-            .field("action", &self.action)
-            .field("domain", &self.domain)
-            .finish_non_exhaustive()
-    }
-}
 
 /// Why a handler invocation produced no output.
 #[derive(Debug)]
@@ -102,14 +30,6 @@ pub(crate) trait ErasedHandler: Send + Sync {
         ctx: &ActionContext<'_>,
         out: &mut SegmentWriter,
     ) -> Result<(), HandlerError>;
-
-    /// Runs on a typed input boxed by a local call; returns the boxed
-    /// output.
-    fn run_local(
-        &self,
-        input: Box<dyn Any + Send>,
-        ctx: &ActionContext<'_>,
-    ) -> Result<Box<dyn Any + Send>, HandlerError>;
 }
 
 /// A user handler `F` for action `A`.
@@ -142,22 +62,6 @@ where
         input.finish().map_err(HandlerError::Codec)?;
         let output = (self.handler)(action, ctx).map_err(HandlerError::User)?;
         output.encode(out).map_err(HandlerError::Codec)
-    }
-
-    fn run_local(
-        &self,
-        input: Box<dyn Any + Send>,
-        ctx: &ActionContext<'_>,
-    ) -> Result<Box<dyn Any + Send>, HandlerError> {
-        let Ok(action) = input.downcast::<A>() else {
-            // The client boxes exactly `A` for `A::ID`; a mismatch means two
-            // action types share an ID, which registration refuses.
-            return Err(HandlerError::User(ActionError::new(
-                "local call carried another action type",
-            )));
-        };
-        let output = (self.handler)(*action, ctx).map_err(HandlerError::User)?;
-        Ok(Box::new(output))
     }
 }
 

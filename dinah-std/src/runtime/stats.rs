@@ -1,11 +1,11 @@
 //! `RuntimeStats`: counts and bytes, never payloads.
 
 use std::fmt;
-use std::sync::atomic::Ordering;
 
 use dinah_core::{MetricsSnapshot, Rank, RuntimeState};
 
 use super::Runtime;
+use super::hub::Counters;
 use crate::transport::{DriverCounts, HandleCounts};
 
 /// A snapshot of what a runtime holds and has done.
@@ -20,44 +20,107 @@ pub struct RuntimeStats {
     /// `submitted` counts them, and each ends exactly once as `completed`
     /// (a result), `failed` (an error from the peer or from this rank's
     /// job, the peer or the transport going down, or shutdown), a
-    /// `deadline_expiries`, or one of [`calls_abandoned`](Self::calls_abandoned);
-    /// the rest are [`pending_calls`](Self::pending_calls) (see
-    /// [`RuntimeStats::unsettled_calls`]).
+    /// `deadline_expiries` (here, or decided by the target), or one of
+    /// [`calls_abandoned`](Self::calls_abandoned); the rest are
+    /// [`pending_calls`](Self::pending_calls) (see
+    /// [`RuntimeStats::unsettled_calls`]). `duplicates_suppressed` counts
+    /// requests from peers found in the dedup table.
     pub metrics: MetricsSnapshot,
     /// Calls waiting for an outcome.
     pub pending_calls: usize,
+    /// Calls refused before they were issued (not counted as submitted):
+    /// a full bound, a bad deadline, an unknown action or rank, a peer
+    /// known to be down, a runtime that is not running.
+    pub calls_refused: u64,
+    /// Calls whose caller stopped waiting before an outcome arrived (the
+    /// future was dropped or its scope ended).
+    pub calls_abandoned: u64,
     /// Action jobs admitted to the domains and not finished.
     pub action_jobs: usize,
-    /// Dedup entries (running, completed, cancelled).
-    pub dedup_entries: usize,
-    /// Remote jobs running.
-    pub running_remote: usize,
-    /// Requests from peers admitted for execution since the start.
-    pub served: u64,
-    /// Finished dedup entries evicted before their TTL because the table
-    /// was full (each raised its origin's refusal watermark).
-    pub dedup_pressure_evictions: u64,
     /// Worker completions not yet handled.
     pub completions: usize,
     /// Cancellations queued for sending.
     pub queued_cancels: usize,
-    /// Responses waiting for room in the transport.
-    pub queued_responses: usize,
-    /// Bytes of retained responses and queued responses.
-    pub retained_response_bytes: u64,
+    /// Cancellations received from peers.
+    pub cancels_received: u64,
+    /// Best-effort cancellations that were dropped, by cause.
+    pub cancels_dropped: CancelsDropped,
+    /// The serving side: requests from peers.
+    pub serve: ServeStats,
     /// The transport handle's counts.
     pub handle: HandleCounts,
     /// The transport driver's counts.
     pub driver: DriverCounts,
-    /// Cancellations dropped because their queue was full.
-    pub cancels_dropped: u64,
-    /// Cancellations received from peers.
-    pub cancels_received: u64,
-    /// Responses dropped because the outbox was full.
-    pub responses_dropped: u64,
-    /// Calls whose caller stopped waiting before an outcome arrived (the
-    /// future was dropped or its scope ended).
-    pub calls_abandoned: u64,
+}
+
+/// Best-effort cancellations that were dropped since the start, by cause.
+/// None of them lets a call run twice; a dropped cancellation only lets a
+/// call run (or finish) that its caller no longer waits for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CancelsDropped {
+    /// This rank's queue of cancellations to send was full
+    /// ([`RuntimeLimits::max_cancellations`](dinah_core::RuntimeLimits::max_cancellations)).
+    pub queue_full: u64,
+    /// The transport refused it for good: the peer was down or the
+    /// transport closed.
+    pub undeliverable: u64,
+    /// A peer cancelled a request that had not arrived here yet, too far
+    /// ahead of the peer's undelivered requests to be recorded.
+    pub unrecorded: u64,
+}
+
+impl CancelsDropped {
+    /// All causes together.
+    #[must_use]
+    pub fn total(&self) -> u64 {
+        self.queue_full + self.undeliverable + self.unrecorded
+    }
+}
+
+/// What the serving side (requests from peers) holds and has done.
+///
+/// Of the requests that arrived, each either ran once (`served`), or was
+/// answered without running: as a duplicate of one found in the dedup
+/// table (`metrics.duplicates_suppressed`), as a stale copy of one whose
+/// entry is gone (`stale_refusals`), or refused by a bound
+/// (`table_full_refusals`, `ahead_of_window_refusals`,
+/// `queue_full_refusals`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ServeStats {
+    /// Requests admitted and run (inline) or queued on a worker.
+    pub served: u64,
+    /// Dedup entries (running and finished requests).
+    pub dedup_entries: usize,
+    /// Remote jobs admitted and not finished.
+    pub running: usize,
+    /// Requests that arrived again after their entry was gone: refused,
+    /// never run again.
+    pub stale_refusals: u64,
+    /// Finished entries evicted before their TTL because the table was
+    /// full; only their cached responses are lost.
+    pub pressure_evictions: u64,
+    /// New requests refused because every dedup entry was running.
+    pub table_full_refusals: u64,
+    /// New requests refused because they arrived too far ahead of their
+    /// origin's undelivered ones.
+    pub ahead_of_window_refusals: u64,
+    /// Requests refused because their domain's queue was full.
+    pub queue_full_refusals: u64,
+    /// Request and cancel frames whose ID was not addressed to this rank.
+    pub misaddressed: u64,
+    /// Responses waiting for room in the transport.
+    pub responses_waiting: usize,
+    /// The most responses that can wait (fixed at start).
+    pub outbox_capacity: usize,
+    /// The most responses that waited at once.
+    pub outbox_peak: usize,
+    /// Waiting responses dropped because their caller's deadline had
+    /// passed (the caller had already failed the call).
+    pub responses_expired: u64,
+    /// Bytes of cached and waiting responses.
+    pub response_bytes: u64,
 }
 
 impl RuntimeStats {
@@ -126,27 +189,38 @@ pub(crate) fn unsettled(metrics: &MetricsSnapshot, abandoned: u64, pending: usiz
 }
 
 pub(crate) fn collect(runtime: &Runtime) -> RuntimeStats {
-    let shared = &runtime.shared;
+    let hub = &runtime.hub;
+    let (serve, admit, respond) = runtime.server.counts();
     RuntimeStats {
-        rank: shared.rank,
-        state: shared.state.load(),
-        metrics: runtime.receiver.counts.read(&shared.metrics),
-        pending_calls: shared.calls.pending(),
-        action_jobs: shared.domains.in_flight(),
-        dedup_entries: runtime.receiver.dedup_len(),
-        running_remote: runtime.receiver.running(),
-        served: runtime.receiver.served(),
-        dedup_pressure_evictions: runtime.receiver.pressure_evictions(),
-        completions: shared.completions.len(),
-        queued_cancels: shared.cancels.len(),
-        queued_responses: runtime.receiver.outbox_len(),
-        retained_response_bytes: runtime.receiver.retained_bytes(),
-        handle: shared.handle.counts(),
+        rank: hub.rank,
+        state: hub.state.load(),
+        metrics: runtime.metrics_now(),
+        pending_calls: hub.calls.pending(),
+        calls_refused: Counters::read(&hub.counters.calls_refused),
+        calls_abandoned: Counters::read(&hub.counters.calls_abandoned),
+        action_jobs: hub.domains.in_flight(),
+        completions: hub.completions.len(),
+        queued_cancels: hub.cancels.len(),
+        cancels_received: Counters::read(&hub.counters.cancels_received),
+        cancels_dropped: runtime.cancels_dropped(),
+        serve: ServeStats {
+            served: serve.served,
+            dedup_entries: runtime.server.dedup_len(),
+            running: runtime.server.running(),
+            stale_refusals: admit.stale,
+            pressure_evictions: admit.pressure_evictions,
+            table_full_refusals: admit.table_full,
+            ahead_of_window_refusals: admit.ahead_of_window,
+            queue_full_refusals: serve.queue_full,
+            misaddressed: serve.misaddressed,
+            responses_waiting: runtime.server.waiting(),
+            outbox_capacity: runtime.server.outbox_capacity(),
+            outbox_peak: respond.outbox_peak,
+            responses_expired: respond.expired,
+            response_bytes: runtime.server.retained_bytes(),
+        },
+        handle: hub.handle.counts(),
         driver: runtime.driver.counts(),
-        cancels_dropped: shared.counters.cancels_dropped.load(Ordering::Relaxed),
-        cancels_received: shared.counters.cancels_received.load(Ordering::Relaxed),
-        responses_dropped: shared.counters.responses_dropped.load(Ordering::Relaxed),
-        calls_abandoned: shared.counters.calls_abandoned.load(Ordering::Relaxed),
     }
 }
 
@@ -155,8 +229,9 @@ impl fmt::Display for RuntimeStats {
         let m = &self.metrics;
         write!(
             f,
-            "{} {:?}: calls {} ok {} failed {} expired {} abandoned {} | served {} | \
-             pending {} jobs {} dedup {} | late {} dup {} rejected {} | sent {} B recv {} B",
+            "{} {:?}: calls {} ok {} failed {} expired {} abandoned {} refused {} | served {} | \
+             pending {} jobs {} dedup {} | late {} dup {} stale {} rejected {} | \
+             sent {} B recv {} B",
             self.rank,
             self.state,
             m.submitted,
@@ -164,12 +239,14 @@ impl fmt::Display for RuntimeStats {
             m.failed,
             m.deadline_expiries,
             self.calls_abandoned,
-            self.served,
+            self.calls_refused,
+            self.serve.served,
             self.pending_calls,
             self.action_jobs,
-            self.dedup_entries,
+            self.serve.dedup_entries,
             m.late_results_discarded,
             m.duplicates_suppressed,
+            self.serve.stale_refusals,
             m.protocol_rejections,
             self.handle.bytes_sent,
             self.driver.bytes_received,

@@ -219,11 +219,12 @@ impl TransportHandle {
 
     /// As [`try_send`](Self::try_send), without waking the owner: for the
     /// owner thread itself (the runtime's responses and cancellations),
-    /// which polls the driver before it next waits. Waking itself would
-    /// cost a read-modify-write of a line that workers and other senders
-    /// also write, and make the owner's next wait return at once for
-    /// nothing.
-    pub(crate) fn try_send_from_owner(
+    /// which polls the driver before it next waits, and for a client that
+    /// queues a request under a lock and wakes the owner once it let go.
+    /// Waking itself would cost the owner a read-modify-write of a line
+    /// that workers and other senders also write, and make its next wait
+    /// return at once for nothing.
+    pub(crate) fn try_send_quiet(
         &self,
         to: Rank,
         channel: Channel,

@@ -13,7 +13,7 @@ fn decode(bytes: &[u8], channel: Channel) -> Result<Header, ProtocolError> {
 /// The encoded request header of the fixtures, written out by hand from the
 /// layout table.
 const GOLDEN_REQUEST: &str = concat!(
-    "444e4148010001000100000009000000",
+    "444e4148020001000100000009000000",
     "03000000000000008877665544332211",
     "100f0e0d0c0b0a090807060504030201",
     "030000000000000000ca9a3b00000000",
@@ -94,9 +94,9 @@ fn magic_version_kind_and_reserved_bytes() {
         E::BadMagic { found: *b"DNAX" },
     );
     expect(
-        patched(request_bytes(), 4, &2u16.to_le_bytes()),
+        patched(request_bytes(), 4, &1u16.to_le_bytes()),
         Channel::Action,
-        E::UnsupportedVersion { found: 2 },
+        E::UnsupportedVersion { found: 1 },
     );
     expect(
         patched(request_bytes(), 4, &0u16.to_le_bytes()),
@@ -533,6 +533,40 @@ fn every_single_byte_corruption_is_rejected_or_canonical() {
                     );
                 }
             }
+        }
+    }
+}
+
+#[test]
+fn a_stamped_request_decodes_as_the_header_with_the_new_id() {
+    let header = header_of(request());
+    let mut frame = header.encode().to_vec();
+    let id = crate::RequestId::new(0x0102_0304).expect("non-zero");
+    super::stamp_request_id(&mut frame, id).expect("a request frame");
+    assert_eq!(
+        decode(&frame, Channel::Action),
+        Ok(header.with_request_id(id))
+    );
+    assert_ne!(header.with_request_id(id), header);
+    let mut short = frame[..HEADER_LEN - 1].to_vec();
+    assert_eq!(
+        super::stamp_request_id(&mut short, id),
+        Err(E::ShortHeader {
+            len: HEADER_LEN - 1
+        })
+    );
+    for (message, _) in every_message() {
+        let other = header_of(message);
+        if other.kind() != MessageKind::Request {
+            let mut bytes = other.encode().to_vec();
+            let before = bytes.clone();
+            assert_eq!(
+                super::stamp_request_id(&mut bytes, id),
+                Err(E::NotARequest {
+                    code: other.kind().code()
+                })
+            );
+            assert_eq!(bytes, before, "nothing written");
         }
     }
 }

@@ -22,7 +22,7 @@ fn hello(index: u32) -> Hello {
 }
 
 const GOLDEN: &str = concat!(
-    "444e4148010005010200000004000000",
+    "444e4148020005010200000004000000",
     "1032547698badcfeefcdab8967452301",
     "ffeeddccbbaa99887766554433221100",
     "00000001000000014000000000100000",
@@ -172,12 +172,12 @@ fn every_mismatch_names_its_field_with_both_values() {
     let cases: [(Hello, HelloField, u128, u128); 12] = [
         (
             Hello {
-                protocol_version: 2,
+                protocol_version: 1,
                 ..peer
             },
             HelloField::Version,
-            1,
             2,
+            1,
         ),
         (Hello { run_id: 5, ..peer }, HelloField::RunId, RUN, 5),
         (
@@ -268,7 +268,7 @@ fn every_mismatch_names_its_field_with_both_values() {
                 ..peer
             },
             HelloField::Version,
-            1,
+            2,
             3,
         ),
     ];
@@ -326,7 +326,7 @@ fn display_is_lowercase_and_specific() {
     let errors = [
         HelloError::WrongLength { len: 1 },
         HelloError::BadMagic { found: [0; 4] },
-        HelloError::UnsupportedVersion { found: 2 },
+        HelloError::UnsupportedVersion { found: 3 },
         HelloError::NotHello { kind: 1 },
         HelloError::UnknownChannel { code: 9 },
         HelloError::ReservedNotZero,

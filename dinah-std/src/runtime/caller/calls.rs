@@ -6,6 +6,12 @@
 //! once it finished, its outcome. Both are sized once from
 //! `max_pending_calls`; a full table refuses new calls.
 //!
+//! The table also hands out the request IDs: under its lock, so that each
+//! target's IDs follow the order in which the calls reach the transport
+//! (see [`RequestSequencer`]). [`Calls::begin`] takes the next ID, records
+//! the call and sends it in one critical section; a send the transport
+//! refuses gives the ID back.
+//!
 //! A [`Ticket`] (slot index plus generation) names a call from its future;
 //! the generation makes a stale ticket harmless after the slot is reused.
 //! No user code runs under the lock, and wakers are woken after it is
@@ -19,7 +25,6 @@
 //! is seen at the next round: the client that began it has woken the
 //! owner anyway.
 
-use std::any::Any;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -27,18 +32,18 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use dinah_core::wire::{Call, Header};
-use dinah_core::{Instant, LateResult, LimitField, PendingSlot, PendingTable, Rank, RequestId};
+use dinah_core::{
+    Instant, LateResult, PendingSlot, PendingTable, Rank, RequestId, RequestSequencer, WorldSize,
+};
 
-use super::error::{RuntimeError, Side};
 use crate::domain::JobCanceller;
+use crate::runtime::error::RuntimeError;
 
 /// How a call ended, as delivered to its future.
 pub(crate) enum CallOutcome {
-    /// A result frame, validated into `header` when it arrived: the future
-    /// decodes the output.
+    /// A result frame, validated into `header` when it arrived (or encoded
+    /// by this rank's own job): the future decodes the output.
     Frame { header: Header, frame: Vec<u8> },
-    /// The typed output of a local call.
-    Local(Box<dyn Any + Send>),
     /// The call failed.
     Failed(RuntimeError),
 }
@@ -76,6 +81,19 @@ struct Inner {
     pending: PendingTable<u32, Box<[PendingSlot<u32>]>>,
     slots: Box<[Slot]>,
     free: Vec<u32>,
+    /// The next request ID to each target.
+    ids: RequestSequencer<Box<[u64]>>,
+}
+
+/// Why [`Calls::begin`] did not record a call.
+#[derive(Debug)]
+pub(crate) enum BeginError<E> {
+    /// Every slot of the table is taken.
+    Full,
+    /// This rank's request IDs to the target are used up.
+    Exhausted,
+    /// The send refused the call (the call is forgotten, its ID unused).
+    Send(E),
 }
 
 pub(crate) struct Calls {
@@ -126,8 +144,8 @@ impl Drop for Locked<'_> {
 
 impl Calls {
     /// A table for `capacity` calls (non-zero, at most the core tables'
-    /// maximum: validated limits guarantee both).
-    pub(crate) fn new(capacity: usize) -> Self {
+    /// maximum: validated limits guarantee both) to ranks of `world`.
+    pub(crate) fn new(capacity: usize, world: WorldSize) -> Self {
         let storage: Box<[PendingSlot<u32>]> = (0..capacity).map(|_| PendingSlot::EMPTY).collect();
         let pending =
             PendingTable::with_storage(storage).expect("validated limits size the pending table");
@@ -140,11 +158,15 @@ impl Calls {
             })
             .collect();
         let free = (0..capacity as u32).rev().collect();
+        let counters = vec![0; world.get() as usize].into_boxed_slice();
+        let ids = RequestSequencer::with_storage(counters, world)
+            .expect("one counter per rank of the world");
         Self {
             inner: Mutex::new(Inner {
                 pending,
                 slots,
                 free,
+                ids,
             }),
             earliest: AtomicU64::new(NO_DEADLINE),
             capacity,
@@ -168,37 +190,55 @@ impl Calls {
         }
     }
 
-    /// Records a new call with `deadline`.
-    pub(crate) fn begin(&self, info: CallInfo, deadline: Instant) -> Result<Ticket, RuntimeError> {
-        let exhausted = RuntimeError::ResourceExhausted {
-            limit: LimitField::MaxPendingCalls,
-            side: Side::Local,
-        };
+    /// Records a new call with `deadline` under the next request ID to
+    /// `info.peer`, and calls `send` with that ID while the table is still
+    /// locked, so that the IDs to each target follow send order. If `send`
+    /// refuses, nothing is recorded and the ID goes to the next call.
+    /// Returns the call's ticket and ID (`info.call.request` is replaced).
+    ///
+    /// `send` runs under the table's lock: it must be short and must not
+    /// touch the table (hand a frame to the transport without waking
+    /// anyone; wake after this returns).
+    pub(crate) fn begin<E>(
+        &self,
+        mut info: CallInfo,
+        deadline: Instant,
+        send: impl FnOnce(RequestId) -> Result<(), E>,
+    ) -> Result<(Ticket, RequestId), BeginError<E>> {
         // A new call changes the earliest deadline only if it is due
         // before every waiting one: published below, not on release.
-        let mut inner = self.lock_slots();
+        let mut guard = self.lock_slots();
+        let inner = &mut *guard;
+        let id = inner
+            .ids
+            .peek(info.peer)
+            .map_err(|_| BeginError::Exhausted)?;
         let Some(slot) = inner.free.pop() else {
-            return Err(exhausted);
+            return Err(BeginError::Full);
         };
-        if inner
-            .pending
-            .insert(info.call.request, deadline, slot)
-            .is_err()
-        {
+        if inner.pending.insert(id, deadline, slot).is_err() {
             inner.free.push(slot);
-            return Err(exhausted);
+            return Err(BeginError::Full);
         }
+        if let Err(refused) = send(id) {
+            inner.pending.remove(id);
+            inner.free.push(slot);
+            return Err(BeginError::Send(refused));
+        }
+        inner.ids.commit(info.peer);
         let due = deadline.as_nanos();
         if due < self.earliest.load(Ordering::Relaxed) {
             self.earliest.store(due, Ordering::Release);
         }
+        info.call.request = id;
         let entry = &mut inner.slots[slot as usize];
         entry.info = Some(info);
         entry.state = State::Waiting(None);
-        Ok(Ticket {
+        let ticket = Ticket {
             slot,
             generation: entry.generation,
-        })
+        };
+        Ok((ticket, id))
     }
 
     /// Polls the call: its outcome once it finished (freeing the slot),
@@ -437,7 +477,7 @@ impl std::fmt::Debug for Calls {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use dinah_core::{ActionId, DomainId, WorldSize};
+    use dinah_core::{ActionId, DomainId};
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::task::Wake;
@@ -449,11 +489,28 @@ mod tests {
         }
     }
 
-    fn info(request: u64, peer: Rank) -> CallInfo {
+    fn world() -> WorldSize {
+        WorldSize::new(4).unwrap()
+    }
+
+    fn table(capacity: usize) -> Calls {
+        Calls::new(capacity, world())
+    }
+
+    /// Begins a call to `peer` whose send always succeeds.
+    fn begin(
+        calls: &Calls,
+        peer: Rank,
+        deadline: Instant,
+    ) -> Result<(Ticket, RequestId), BeginError<()>> {
+        calls.begin(info(peer), deadline, |_| Ok(()))
+    }
+
+    fn info(peer: Rank) -> CallInfo {
         CallInfo {
             peer,
             call: Call {
-                request: RequestId::new(request).unwrap(),
+                request: RequestId::MIN,
                 action: ActionId::new(1).unwrap(),
                 domain: DomainId::new(1).unwrap(),
                 trace: None,
@@ -463,21 +520,19 @@ mod tests {
     }
 
     fn peer(n: u32) -> Rank {
-        WorldSize::new(4).unwrap().rank(n).unwrap()
+        world().rank(n).unwrap()
     }
 
     #[test]
     fn complete_wakes_and_poll_takes_the_outcome_once() {
-        let calls = Calls::new(2);
+        let calls = table(2);
         let counter = Arc::new(CountingWaker(AtomicUsize::new(0)));
         let waker = Waker::from(Arc::clone(&counter));
         let mut cx = Context::from_waker(&waker);
-        let ticket = calls.begin(info(1, peer(1)), Instant::MAX).unwrap();
+        let (ticket, id) = begin(&calls, peer(1), Instant::MAX).unwrap();
         assert!(calls.poll(ticket, &mut cx).is_pending());
         calls
-            .complete(RequestId::new(1).unwrap(), |_| {
-                CallOutcome::Failed(RuntimeError::Cancelled)
-            })
+            .complete(id, |_| CallOutcome::Failed(RuntimeError::Cancelled))
             .unwrap();
         assert_eq!(counter.0.load(Ordering::SeqCst), 1);
         assert!(matches!(
@@ -486,53 +541,76 @@ mod tests {
         ));
         assert_eq!(calls.in_use(), 0);
         // A late result is reported, never resurrecting the call.
-        let late = calls.complete(RequestId::new(1).unwrap(), |_| {
-            CallOutcome::Failed(RuntimeError::Cancelled)
-        });
+        let late = calls.complete(id, |_| CallOutcome::Failed(RuntimeError::Cancelled));
         assert!(late.is_err());
     }
 
     #[test]
-    fn a_full_table_refuses_with_resource_exhaustion() {
-        let calls = Calls::new(1);
-        calls.begin(info(1, peer(1)), Instant::MAX).unwrap();
-        let error = calls.begin(info(2, peer(1)), Instant::MAX).unwrap_err();
+    fn a_full_table_refuses_and_the_ids_follow_the_sends() {
+        let calls = table(1);
+        let (ticket, first) = begin(&calls, peer(1), Instant::MAX).unwrap();
+        assert_eq!(first.sequence(world()), (peer(1), 0));
         assert!(matches!(
-            error,
-            RuntimeError::ResourceExhausted {
-                limit: LimitField::MaxPendingCalls,
-                side: Side::Local
-            }
+            begin(&calls, peer(1), Instant::MAX),
+            Err(BeginError::Full)
         ));
+        assert!(calls.abandon(ticket).is_some());
+        // A refused send takes nothing: the next call gets the same ID.
+        let refused = calls.begin(info(peer(2)), Instant::MAX, |_| Err("lane full"));
+        assert!(matches!(refused, Err(BeginError::Send("lane full"))));
+        assert_eq!(calls.pending(), 0);
+        let mut sent = None;
+        let fresh = table(1);
+        let (_, id) = fresh
+            .begin(info(peer(2)), Instant::MAX, |id| {
+                sent = Some(id);
+                Ok::<(), ()>(())
+            })
+            .unwrap();
+        assert_eq!(sent, Some(id), "the send saw the recorded ID");
+        assert_eq!(id.sequence(world()), (peer(2), 0));
+    }
+
+    #[test]
+    fn ids_to_each_target_count_up_in_send_order() {
+        let calls = table(8);
+        let mut seen = Vec::new();
+        for (i, target) in [1, 2, 1, 1, 3, 2].into_iter().enumerate() {
+            let refuse = i == 3;
+            let result = calls.begin(info(peer(target)), Instant::MAX, |_| {
+                if refuse { Err(()) } else { Ok(()) }
+            });
+            if let Ok((_, id)) = result {
+                seen.push(id.sequence(world()));
+            }
+        }
+        let numbers = [(1, 0), (2, 0), (1, 1), (3, 0), (2, 1)].map(|(t, n)| (peer(t), n));
+        assert_eq!(seen, numbers);
     }
 
     #[test]
     fn abandon_frees_the_slot_and_reports_waiting_calls() {
-        let calls = Calls::new(1);
-        let ticket = calls.begin(info(1, peer(1)), Instant::MAX).unwrap();
+        let calls = table(1);
+        let (ticket, _) = begin(&calls, peer(1), Instant::MAX).unwrap();
         assert!(calls.abandon(ticket).is_some());
         assert_eq!(calls.pending(), 0);
         // The stale ticket is harmless.
         assert!(calls.abandon(ticket).is_none());
-        let again = calls.begin(info(2, peer(1)), Instant::MAX).unwrap();
+        let (again, _) = begin(&calls, peer(1), Instant::MAX).unwrap();
         assert_ne!(again, ticket);
     }
 
     #[test]
     fn expiry_and_peer_failure_fail_exactly_the_right_calls() {
-        let calls = Calls::new(4);
+        let calls = table(4);
         let now = Instant::from_nanos(100);
-        calls
-            .begin(info(1, peer(1)), Instant::from_nanos(50))
-            .unwrap();
-        calls
-            .begin(info(2, peer(2)), Instant::from_nanos(500))
-            .unwrap();
-        calls.begin(info(3, peer(2)), Instant::MAX).unwrap();
+        let (_, first) = begin(&calls, peer(1), Instant::from_nanos(50)).unwrap();
+        begin(&calls, peer(2), Instant::from_nanos(500)).unwrap();
+        begin(&calls, peer(2), Instant::MAX).unwrap();
         let mut expired = Vec::new();
         calls.expire(now, 10, &mut expired);
         assert_eq!(expired.len(), 1);
-        assert_eq!(expired[0].call.request.get(), 1);
+        assert_eq!(expired[0].call.request, first);
         let error = RuntimeError::Cancelled;
         assert_eq!(calls.fail_peer(peer(2), &error), 2);
         assert_eq!(calls.pending(), 0);
@@ -541,13 +619,13 @@ mod tests {
 
     #[test]
     fn the_published_deadline_follows_every_change_of_the_table() {
-        let calls = Calls::new(4);
+        let calls = table(4);
         let at = |n: u64| Instant::from_nanos(n);
         assert_eq!(calls.next_deadline(), None);
-        let late = calls.begin(info(1, peer(1)), at(300)).unwrap();
+        let (late, _) = begin(&calls, peer(1), at(300)).unwrap();
         assert_eq!(calls.next_deadline(), Some(at(300)));
-        let early = calls.begin(info(2, peer(1)), at(100)).unwrap();
-        let _middle = calls.begin(info(3, peer(2)), at(200)).unwrap();
+        let (early, _) = begin(&calls, peer(1), at(100)).unwrap();
+        let (_, middle) = begin(&calls, peer(2), at(200)).unwrap();
         assert_eq!(calls.next_deadline(), Some(at(100)));
         // Nothing due before 100: expire finds nothing (without the lock).
         let mut expired = Vec::new();
@@ -560,9 +638,7 @@ mod tests {
         // Completing and expiring move it on too.
         let result = RuntimeError::Cancelled;
         calls
-            .complete(RequestId::new(3).unwrap(), |_| {
-                CallOutcome::Failed(result.clone())
-            })
+            .complete(middle, |_| CallOutcome::Failed(result.clone()))
             .unwrap();
         assert_eq!(calls.next_deadline(), Some(at(300)));
         calls.expire(at(300), 8, &mut expired);
@@ -570,12 +646,12 @@ mod tests {
         assert_eq!(calls.next_deadline(), None);
         assert!(!calls.is_waiting(late));
         // A deadline that never passes counts as none, and never expires.
-        let _never = calls.begin(info(4, peer(3)), Instant::MAX).unwrap();
+        let _never = begin(&calls, peer(3), Instant::MAX).unwrap();
         assert_eq!(calls.next_deadline(), None);
         calls.expire(at(u64::MAX - 1), 8, &mut expired);
         assert_eq!(calls.pending(), 1);
         // Failing a peer's calls publishes as well.
-        let _fresh = calls.begin(info(5, peer(1)), at(500)).unwrap();
+        let _fresh = begin(&calls, peer(1), at(500)).unwrap();
         assert_eq!(calls.next_deadline(), Some(at(500)));
         calls.fail_peer(peer(1), &RuntimeError::Cancelled);
         assert_eq!(calls.next_deadline(), None);

@@ -10,10 +10,11 @@ use std::task::{Context, Poll};
 use dinah_core::Rank;
 
 use super::calls::Ticket;
-use super::client::SpawnOptions;
-use super::error::RuntimeError;
-use super::{RemoteFuture, Runtime, RuntimeClient};
+use super::issue::SpawnOptions;
+use super::remote_future::RemoteFuture;
 use crate::action::{Action, WireValue};
+use crate::runtime::error::RuntimeError;
+use crate::runtime::{Runtime, RuntimeClient};
 
 /// A scope opened by [`Runtime::scope`]: calls spawned here are tracked,
 /// their futures cannot escape the scope (the closure is generic over the
@@ -74,8 +75,8 @@ impl<'scope> Scope<'scope, '_> {
         let inner = self.client.spawn_on_with(rank, action, options);
         if let Some(ticket) = inner.ticket() {
             let mut tracked = self.tracked.borrow_mut();
-            if tracked.len() >= self.client.shared.calls.capacity() {
-                let calls = &self.client.shared.calls;
+            if tracked.len() >= self.client.hub.calls.capacity() {
+                let calls = &self.client.hub.calls;
                 tracked.retain(|t| calls.is_waiting(*t));
             }
             tracked.push(ticket);
@@ -119,12 +120,12 @@ struct ExitGuard<'a, 'scope, 'env> {
 
 impl Drop for ExitGuard<'_, '_, '_> {
     fn drop(&mut self) {
-        let shared = &self.scope.client.shared;
+        let hub = &self.scope.client.hub;
         for ticket in self.scope.tracked.borrow_mut().drain(..) {
-            shared.abandon_call(ticket);
+            hub.abandon_call(ticket);
         }
         if let Ok(mut runtime) = self.scope.runtime.try_borrow_mut() {
-            let budget = shared.limits.max_cancellations as usize;
+            let budget = hub.limits.max_cancellations as usize;
             runtime.pump_cancels(budget);
         }
     }

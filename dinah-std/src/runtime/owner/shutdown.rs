@@ -25,9 +25,10 @@ use std::time::Duration;
 
 use dinah_core::{Instant, MetricsSnapshot, RuntimeState};
 
-use super::Runtime;
-use super::error::RuntimeError;
 use crate::domain::ShutdownPolicy;
+use crate::runtime::Runtime;
+use crate::runtime::error::RuntimeError;
+use crate::runtime::hub::Counters;
 
 /// Everything a runtime still held when its shutdown ended.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -50,10 +51,9 @@ pub struct ShutdownReport {
     pub retained_bytes: u64,
     /// Peers that neither said goodbye nor went down.
     pub undrained_peers: u32,
-    /// Cancellations that could not be queued over the whole run.
-    pub cancels_dropped: u64,
-    /// Responses dropped because the outbox was full over the whole run.
-    pub responses_dropped: u64,
+    /// Cancellations this rank could not send over the whole run (see
+    /// [`CancelsDropped`](crate::CancelsDropped) for the causes).
+    pub cancels_dropped: crate::CancelsDropped,
     /// Calls whose caller stopped waiting before an outcome arrived, over
     /// the whole run (see [`RuntimeStats`](crate::RuntimeStats)).
     pub calls_abandoned: u64,
@@ -82,7 +82,7 @@ impl ShutdownReport {
     /// zero after a shutdown, which issues and settles nothing more.
     #[must_use]
     pub fn unsettled_calls(&self) -> i128 {
-        super::stats::unsettled(&self.metrics, self.calls_abandoned, self.pending_calls)
+        crate::runtime::stats::unsettled(&self.metrics, self.calls_abandoned, self.pending_calls)
     }
 }
 
@@ -194,19 +194,17 @@ impl Runtime {
         if self.shutdown.is_some() {
             return;
         }
-        let shared = &self.shared;
-        let started = shared.clock.now();
+        let hub = &self.hub;
+        let started = hub.clock.now();
         let deadline = started.checked_add(timeout).unwrap_or(Instant::MAX);
         // Step 1. A runtime that already failed goes straight on to clean up.
-        let _ = shared.state.begin_draining();
+        let _ = hub.state.begin_draining();
         // Step 2.
         let mut failed = Vec::new();
-        shared
-            .calls
-            .fail_all(|_| RuntimeError::Cancelled, &mut failed);
-        self.receiver.counts.failed_calls(failed.len());
+        hub.calls.fail_all(|_| RuntimeError::Cancelled, &mut failed);
+        self.counts.failed_calls(failed.len());
         for info in failed {
-            shared.queue_cancel(info.peer, info.call);
+            hub.queue_cancel(info.peer, info.call);
         }
         self.shutdown = Some(ShutdownState {
             started,
@@ -222,7 +220,7 @@ impl Runtime {
     /// idle domain workers.
     pub fn poll_shutdown(&mut self) -> Poll<Result<ShutdownReport, ShutdownTimeout>> {
         let Some(state) = &self.shutdown else {
-            self.begin_shutdown(self.shared.limits.shutdown_timeout);
+            self.begin_shutdown(self.hub.limits.shutdown_timeout);
             return Poll::Pending;
         };
         if let Some(result) = &state.result {
@@ -230,7 +228,7 @@ impl Runtime {
         }
         let (deadline, phase) = (state.deadline, state.phase);
         self.progress();
-        let now = self.shared.clock.now();
+        let now = self.hub.clock.now();
         let late = now >= deadline;
         match phase {
             Phase::Draining => {
@@ -238,22 +236,22 @@ impl Runtime {
                     self.stop_domains(deadline);
                     // Step 5. Entries of jobs that never finished are
                     // counted before they go.
-                    self.stuck.dedup_entries = self.receiver.running();
-                    self.receiver.clear();
+                    self.stuck.dedup_entries = self.server.running();
+                    self.server.clear();
                     // Step 6.
                     self.driver.begin_shutdown();
                     self.set_phase(Phase::Transport);
                 }
             }
             Phase::Transport => {
-                let handle = self.shared.handle.counts();
+                let handle = self.hub.handle.counts();
                 let flushed =
                     handle.queued_action + handle.queued_control == 0 && handle.in_flight == 0;
                 if (self.driver.is_drained() && flushed) || late {
                     let wall_deadline = std::time::Instant::now()
                         + deadline.saturating_duration_since(now).min(MAX_JOIN);
                     self.driver.close(wall_deadline);
-                    self.shared.handle.close();
+                    self.hub.handle.close();
                     self.closed = true;
                     // The owner thread's spare frame buffers go too (its
                     // domain workers took theirs with them).
@@ -261,12 +259,12 @@ impl Runtime {
                     let report = self.report(now);
                     let result = if report.is_clean() {
                         let _ = self
-                            .shared
+                            .hub
                             .state
                             .transition(RuntimeState::Draining, RuntimeState::Stopped);
                         Ok(report)
                     } else {
-                        let _ = self.shared.state.fail();
+                        let _ = self.hub.state.fail();
                         Err(ShutdownTimeout {
                             report: Box::new(report),
                         })
@@ -292,71 +290,61 @@ impl Runtime {
     /// Step 3's remaining work: jobs, completions, queued cancellations and
     /// responses.
     fn work_left(&self) -> usize {
-        let shared = &self.shared;
-        shared.domains.in_flight()
-            + shared.completions.len()
-            + shared.cancels.len()
+        let hub = &self.hub;
+        hub.domains.in_flight()
+            + hub.completions.len()
+            + hub.cancels.len()
             + usize::from(self.cancel_retry.is_some())
-            + self.receiver.outbox_len()
-            + self.receiver.running()
+            + self.server.waiting()
+            + self.server.running()
     }
 
     /// Step 4: stops the domains, cancelling whatever is still queued, and
     /// joins their workers within the deadline (bounded by [`MAX_JOIN`]).
     fn stop_domains(&mut self, deadline: Instant) {
-        self.receiver.cancel_running();
-        let now = self.shared.clock.now();
+        self.server.cancel_running(&self.hub);
+        let now = self.hub.clock.now();
         let budget = deadline.saturating_duration_since(now).min(MAX_JOIN);
-        for (_, domain) in self.shared.domains.take() {
+        for (_, domain) in self.hub.domains.take() {
             if let Err(timeout) = domain.shutdown(ShutdownPolicy::CancelAll, budget) {
                 self.stuck.jobs += timeout.running;
             }
         }
         // Completions of jobs cancelled just now.
-        let budget = self.shared.completions.len();
-        let now = self.shared.clock.now();
+        let budget = self.hub.completions.len();
+        let now = self.hub.clock.now();
         for _ in 0..budget {
-            let Some(completion) = self.shared.completions.pop() else {
+            let Some(completion) = self.hub.completions.pop() else {
                 break;
             };
-            super::inbound::route_completion(&mut self.receiver, &self.shared, completion, now);
+            self.route(completion, now);
         }
     }
 
     /// Step 7.
     fn report(&self, now: Instant) -> ShutdownReport {
-        let shared = &self.shared;
-        let handle = shared.handle.counts();
+        let hub = &self.hub;
+        let handle = hub.handle.counts();
         let driver = self.driver.counts();
         let started = self.shutdown.as_ref().map_or(now, |s| s.started);
         ShutdownReport {
-            pending_calls: shared.calls.pending(),
-            action_jobs: shared.domains.in_flight() + self.stuck.jobs,
+            pending_calls: hub.calls.pending(),
+            action_jobs: hub.domains.in_flight() + self.stuck.jobs,
             send_tickets: handle.in_flight + driver.in_flight_frames,
-            dedup_entries: self.receiver.dedup_len() + self.stuck.dedup_entries,
-            pending_events: shared.completions.len()
-                + shared.cancels.len()
+            dedup_entries: self.server.dedup_len() + self.stuck.dedup_entries,
+            pending_events: hub.completions.len()
+                + hub.cancels.len()
                 + usize::from(self.cancel_retry.is_some())
-                + self.receiver.outbox_len()
+                + self.server.waiting()
                 + handle.queued_action
                 + handle.queued_control,
             retained_bytes: handle.retained_bytes
                 + driver.retained_bytes
-                + self.receiver.retained_bytes(),
+                + self.server.retained_bytes(),
             undrained_peers: driver.undrained_peers,
-            cancels_dropped: shared
-                .counters
-                .cancels_dropped
-                .load(std::sync::atomic::Ordering::Relaxed),
-            responses_dropped: shared
-                .counters
-                .responses_dropped
-                .load(std::sync::atomic::Ordering::Relaxed),
-            calls_abandoned: shared
-                .counters
-                .calls_abandoned
-                .load(std::sync::atomic::Ordering::Relaxed),
-            metrics: self.receiver.counts.read(&shared.metrics),
+            cancels_dropped: self.cancels_dropped(),
+            calls_abandoned: Counters::read(&hub.counters.calls_abandoned),
+            metrics: self.metrics_now(),
             elapsed: now.saturating_duration_since(started),
         }
     }
@@ -366,18 +354,17 @@ impl Runtime {
 /// fail local waiters, ask handlers to stop, close the transport with a
 /// short deadline. Never waits on peers or for handlers.
 pub(crate) fn abandon(runtime: &mut Runtime) {
-    let shared = &runtime.shared;
-    let _ = shared.state.begin_draining();
-    let _ = shared.state.fail();
-    let failed = shared
+    let hub = &runtime.hub;
+    let _ = hub.state.begin_draining();
+    let _ = hub.state.fail();
+    let failed = hub
         .calls
         .fail_all(|_| RuntimeError::Cancelled, &mut Vec::new());
-    runtime.receiver.counts.failed_calls(failed);
-    runtime.receiver.cancel_running();
-    shared.handle.close();
-    // Domains are dropped with the shared state; their `Drop` cancels
-    // queued jobs without joining.
-    let _ = shared.domains.take();
+    runtime.counts.failed_calls(failed);
+    runtime.server.cancel_running(hub);
+    hub.handle.close();
+    // Domains dropped here cancel their queued jobs without joining.
+    let _ = hub.domains.take();
     runtime
         .driver
         .close(std::time::Instant::now() + Duration::from_millis(100));

@@ -10,18 +10,18 @@ use std::task::{Context, Poll};
 use dinah_core::wire::{FrameRef, Header, Message, ProtocolError};
 
 use super::calls::{CallOutcome, Ticket};
-use super::error::RuntimeError;
-use super::shared::Shared;
 use crate::action::{SegmentReader, WireValue};
+use crate::runtime::error::RuntimeError;
+use crate::runtime::hub::Hub;
 
 /// The result of a call issued with
-/// [`RuntimeClient::spawn_on`](super::RuntimeClient::spawn_on): a real
+/// [`RuntimeClient::spawn_on`](crate::RuntimeClient::spawn_on): a real
 /// [`Future`] resolving to the action's output or a typed
 /// [`RuntimeError`].
 ///
 /// It is woken by the owner thread's progress, so it completes only while
-/// something drives the runtime ([`Runtime::block_on`](super::Runtime::block_on),
-/// or [`Runtime::progress`](super::Runtime::progress) in a loop).
+/// something drives the runtime ([`Runtime::block_on`](crate::Runtime::block_on),
+/// or [`Runtime::progress`](crate::Runtime::progress) in a loop).
 ///
 /// **Dropping** a future that has not completed removes its waiter at once
 /// and sends a best-effort cancellation to the target; a result arriving
@@ -33,15 +33,15 @@ pub struct RemoteFuture<T> {
 }
 
 enum Inner {
-    Pending { shared: Arc<Shared>, ticket: Ticket },
+    Pending { hub: Arc<Hub>, ticket: Ticket },
     Failed(Option<RuntimeError>),
     Done,
 }
 
 impl<T> RemoteFuture<T> {
-    pub(crate) fn pending(shared: Arc<Shared>, ticket: Ticket) -> Self {
+    pub(crate) fn pending(hub: Arc<Hub>, ticket: Ticket) -> Self {
         Self {
-            inner: Inner::Pending { shared, ticket },
+            inner: Inner::Pending { hub, ticket },
             _output: PhantomData,
         }
     }
@@ -64,7 +64,7 @@ impl<T> RemoteFuture<T> {
     /// Has the call finished (its outcome is ready or was taken)?
     pub fn is_finished(&self) -> bool {
         match &self.inner {
-            Inner::Pending { shared, ticket } => !shared.calls.is_waiting(*ticket),
+            Inner::Pending { hub, ticket } => !hub.calls.is_waiting(*ticket),
             Inner::Failed(_) | Inner::Done => true,
         }
     }
@@ -74,13 +74,6 @@ impl<T: WireValue> RemoteFuture<T> {
     fn decode(outcome: CallOutcome) -> Result<T, RuntimeError> {
         match outcome {
             CallOutcome::Failed(error) => Err(error),
-            CallOutcome::Local(value) => match value.downcast::<T>() {
-                Ok(value) => Ok(*value),
-                // The registry keys local handlers by action ID and the
-                // output type is part of the action; only a duplicate ID
-                // could get here, and registration refuses those.
-                Err(_) => Err(RuntimeError::Cancelled),
-            },
             CallOutcome::Frame { header, frame } => {
                 let output = Self::decode_frame(header, &frame);
                 // Decoded: the buffer can carry this thread's next frame.
@@ -92,7 +85,8 @@ impl<T: WireValue> RemoteFuture<T> {
 
     /// The output in a result frame.
     fn decode_frame(header: Header, frame: &[u8]) -> Result<T, RuntimeError> {
-        // Validated on arrival; only viewed again here.
+        // Validated on arrival (or encoded by this rank's own job); only
+        // viewed again here.
         let decoded = FrameRef::from_decoded(header, frame).ok_or(RuntimeError::Protocol {
             peer: header.origin(),
             error: ProtocolError::Truncated {
@@ -115,7 +109,7 @@ impl<T: WireValue> Future for RemoteFuture<T> {
         // `RemoteFuture` holds no self-references: it is `Unpin`.
         let this = self.get_mut();
         match &mut this.inner {
-            Inner::Pending { shared, ticket } => match shared.calls.poll(*ticket, cx) {
+            Inner::Pending { hub, ticket } => match hub.calls.poll(*ticket, cx) {
                 Poll::Pending => Poll::Pending,
                 Poll::Ready(outcome) => {
                     let result = Self::decode(outcome);
@@ -135,8 +129,8 @@ impl<T: WireValue> Future for RemoteFuture<T> {
 
 impl<T> Drop for RemoteFuture<T> {
     fn drop(&mut self) {
-        if let Inner::Pending { shared, ticket } = &self.inner {
-            shared.abandon_call(*ticket);
+        if let Inner::Pending { hub, ticket } = &self.inner {
+            hub.abandon_call(*ticket);
         }
     }
 }

@@ -7,17 +7,23 @@
 //! the core wait for its earlier writes to reach the cache (a frame just
 //! encoded, for one). The owner counts them here in plain integers instead
 //! and adds them to the shared counters at the end of each
-//! [`Runtime::progress`](super::Runtime::progress) round, one update per
+//! [`Runtime::progress`](crate::Runtime::progress) round, one update per
 //! counter that changed. Other threads therefore see the owner's counts
-//! when its round ends; the owner's own readings ([`Runtime::stats`]
-//! (super::Runtime::stats), the shutdown report) add what is not yet
-//! published, so they are exact.
+//! when its round ends; the owner's own readings
+//! ([`Runtime::stats`](crate::Runtime::stats), the shutdown report) add
+//! what is not yet published, so they are exact.
+//!
+//! The serving side counts its own events (duplicates, responses sent,
+//! acknowledged cancellations); the owner adds them here before each
+//! publish.
 
 use dinah_core::{MetricsSnapshot, RuntimeMetrics};
 
+use crate::runtime::serve::ServeMetrics;
+
 /// Counts recorded on the owner thread and not yet added to the shared
 /// metrics.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct OwnerCounts {
     pending: MetricsSnapshot,
     /// Whether anything was counted since the last publish (most rounds
@@ -48,20 +54,26 @@ impl OwnerCounts {
         }
     }
 
-    pub(crate) fn cancellation_acknowledged(&mut self) {
-        Self::bump(
-            &mut self.dirty,
-            &mut self.pending.cancellation_acknowledged,
-            1,
-        );
-    }
-
     pub(crate) fn late_result_discarded(&mut self) {
         Self::bump(&mut self.dirty, &mut self.pending.late_results_discarded, 1);
     }
 
-    pub(crate) fn duplicate_suppressed(&mut self) {
-        Self::bump(&mut self.dirty, &mut self.pending.duplicates_suppressed, 1);
+    /// Adds what the serving side counted since the last time.
+    pub(crate) fn add_served(&mut self, served: &ServeMetrics) {
+        if *served != ServeMetrics::default() {
+            let pending = &mut self.pending;
+            Self::bump(
+                &mut self.dirty,
+                &mut pending.duplicates_suppressed,
+                served.duplicates,
+            );
+            Self::bump(&mut self.dirty, &mut pending.bytes_sent, served.bytes_sent);
+            Self::bump(
+                &mut self.dirty,
+                &mut pending.cancellation_acknowledged,
+                served.cancellations_acknowledged,
+            );
+        }
     }
 
     pub(crate) fn deadline_expiry(&mut self) {
@@ -113,12 +125,15 @@ mod tests {
         counts.completed();
         counts.bytes_received(80);
         counts.bytes_sent(90);
-        counts.duplicate_suppressed();
+        counts.add_served(&ServeMetrics {
+            duplicates: 1,
+            bytes_sent: 0,
+            cancellations_acknowledged: 1,
+        });
         counts.protocol_rejection();
         counts.failed();
         counts.late_result_discarded();
         counts.deadline_expiry();
-        counts.cancellation_acknowledged();
         assert_eq!(metrics.snapshot().completed, 1, "not published yet");
         let read = counts.read(&metrics);
         assert_eq!(read.completed, 2, "but the owner's reading has it");

@@ -1,0 +1,13 @@
+//! The caller side: issuing calls (`issue.rs`), the table of calls this
+//! rank waits for (`calls.rs`), their futures (`remote_future.rs`) and
+//! scopes that bound their lifetime (`scope.rs`).
+
+mod calls;
+mod issue;
+mod remote_future;
+mod scope;
+
+pub(crate) use calls::{CallInfo, CallOutcome, Calls, Ticket};
+pub use issue::SpawnOptions;
+pub use remote_future::RemoteFuture;
+pub use scope::{Scope, ScopedFuture};

@@ -1,0 +1,150 @@
+//! What the transport reports to the owner: frames (decoded and checked
+//! here, then handed to the caller's table or the serving side), peers
+//! going down, sends that failed.
+
+use dinah_core::wire::{Channel, DecodeContext, ErrorCode, Message, decode_frame};
+use dinah_core::{Instant, Rank};
+
+use crate::runtime::Runtime;
+use crate::runtime::caller::CallOutcome;
+use crate::runtime::error::RuntimeError;
+use crate::transport::TransportEvent;
+
+impl Runtime {
+    /// Handles the events in `self.events`; returns how many there were.
+    pub(super) fn handle_events(&mut self, now: Instant) -> usize {
+        let mut events = std::mem::take(&mut self.events);
+        let count = events.len();
+        for event in events.drain(..) {
+            self.on_event(event, now);
+        }
+        self.events = events;
+        count
+    }
+
+    fn on_event(&mut self, event: TransportEvent, now: Instant) {
+        match event {
+            TransportEvent::Frame {
+                from,
+                channel,
+                bytes,
+            } => self.on_frame(from, channel, bytes, now),
+            TransportEvent::PeerDown { peer, error } => {
+                let failure = RuntimeError::Transport { peer, error };
+                let failed = self.hub.calls.fail_peer(peer, &failure);
+                self.counts.failed_calls(failed);
+                self.server.on_peer_down(&self.hub, peer);
+                if let Some(drained) = self.peers_drained.get_mut(peer.index()) {
+                    *drained = true;
+                }
+            }
+            TransportEvent::SendFailed {
+                to,
+                channel,
+                frame,
+                error,
+            } => {
+                let Ok(ctx) =
+                    DecodeContext::new(channel, self.hub.rank, self.hub.world, self.hub.protocol)
+                else {
+                    return;
+                };
+                if let Ok(decoded) = decode_frame(&frame, &ctx) {
+                    if let Message::Request { call, .. } = *decoded.header().message() {
+                        let failure = RuntimeError::Transport { peer: to, error };
+                        let counts = &mut self.counts;
+                        let _ = self.hub.calls.complete(call.request, |_| {
+                            counts.failed();
+                            CallOutcome::Failed(failure)
+                        });
+                    }
+                }
+            }
+            TransportEvent::PeerDrained { peer } => {
+                if let Some(drained) = self.peers_drained.get_mut(peer.index()) {
+                    *drained = true;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn on_frame(&mut self, from: Rank, channel: Channel, bytes: Vec<u8>, now: Instant) {
+        let Self {
+            hub,
+            server,
+            counts,
+            contexts,
+            ..
+        } = self;
+        counts.bytes_received(bytes.len() as u64);
+        let Some(ctx) = contexts.get(from.index()) else {
+            counts.protocol_rejection();
+            return;
+        };
+        let ctx = ctx.with_channel(channel);
+        let frame = match decode_frame(&bytes, &ctx) {
+            Ok(frame) => frame,
+            Err(_) => {
+                counts.protocol_rejection();
+                return;
+            }
+        };
+        let header = *frame.header();
+        match *header.message() {
+            Message::Error { call, code } => {
+                let text = frame.error_text().unwrap_or("");
+                let late = hub.calls.complete(call.request, |info| {
+                    if info.peer != from || info.call.action != call.action {
+                        counts.failed();
+                        return CallOutcome::Failed(mismatch(from));
+                    }
+                    // The target decided the deadline had passed.
+                    if code == ErrorCode::DeadlineExceeded {
+                        counts.deadline_expiry();
+                    } else {
+                        counts.failed();
+                    }
+                    CallOutcome::Failed(RuntimeError::from_wire(
+                        code,
+                        text,
+                        info.call,
+                        info.deadline_after,
+                    ))
+                });
+                if late.is_err() {
+                    counts.late_result_discarded();
+                }
+            }
+            Message::Request { call, deadline } => {
+                let until = now
+                    .checked_add(deadline.as_duration())
+                    .unwrap_or(Instant::MAX);
+                server.on_request(hub, from, call, until, (header, bytes), now);
+            }
+            Message::Result { call } => {
+                let late = hub.calls.complete(call.request, |info| {
+                    if info.peer != from || info.call.action != call.action {
+                        counts.failed();
+                        return CallOutcome::Failed(mismatch(from));
+                    }
+                    counts.completed();
+                    CallOutcome::Frame {
+                        header,
+                        frame: bytes,
+                    }
+                });
+                if late.is_err() {
+                    counts.late_result_discarded();
+                }
+            }
+            Message::Cancel { call } => server.on_cancel(hub, from, call, now),
+            // Goodbyes are the transport's; anything else is ignored.
+            _ => {}
+        }
+    }
+}
+
+fn mismatch(from: Rank) -> RuntimeError {
+    RuntimeError::MismatchedReply { peer: from }
+}
