@@ -47,13 +47,16 @@ pub(crate) fn sleep_domain() -> DomainId {
     DomainId::new(3).expect("non-zero")
 }
 
-/// The limits of the suite: small queues so saturation is quick to reach.
+/// The limits of the suite: small queues so saturation is quick to reach,
+/// and a dedup table small enough that every case evicts finished entries
+/// to make room.
 pub(crate) fn limits() -> RuntimeLimits {
     let mut limits = RuntimeLimits::default();
     limits.max_domains = 3;
     limits.max_action_queue = 8;
     limits.workers_per_domain = 2;
     limits.max_pending_calls = 512;
+    limits.max_dedup_entries = 64;
     limits.default_deadline = Duration::from_secs(60);
     limits.shutdown_timeout = Duration::from_secs(20);
     limits
@@ -79,6 +82,10 @@ pub(crate) struct RankState {
     pub(crate) cancels_observed: AtomicU64,
     /// `Block` handlers currently blocked.
     pub(crate) blocked: AtomicU64,
+    /// `Soak` handlers that finished.
+    pub(crate) soaked: AtomicU64,
+    /// `soaked` as it was when a `Sleep` handler last saw its cancellation.
+    pub(crate) soaked_at_cancel: AtomicU64,
     /// Barrier arrivals by epoch.
     arrivals: [AtomicU32; 64],
     gate_open: Mutex<bool>,
@@ -92,6 +99,8 @@ impl Default for RankState {
             sleeps_started: AtomicU64::new(0),
             cancels_observed: AtomicU64::new(0),
             blocked: AtomicU64::new(0),
+            soaked: AtomicU64::new(0),
+            soaked_at_cancel: AtomicU64::new(0),
             arrivals: std::array::from_fn(|_| AtomicU32::new(0)),
             gate_open: Mutex::new(false),
             gate: Condvar::new(),
@@ -159,6 +168,52 @@ wire_newtype!(
 );
 wire_newtype!(Release(bool), "conformance.Release/1", 0xc0f0_000a, ());
 wire_newtype!(Cancels(()), "conformance.Cancels/1", 0xc0f0_000b, u64);
+wire_newtype!(Mark(u64), "conformance.Mark/1", 0xc0f0_000c, u64);
+wire_newtype!(Soak(Vec<u8>), "conformance.Soak/1", 0xc0f0_000d, u64);
+wire_newtype!(Soaked(()), "conformance.Soaked/1", 0xc0f0_000e, (u64, u64));
+
+/// A call that may hold its caller inside `encode` until other threads
+/// finished a hundred calls: issued with a [`Hold`], it reaches the
+/// transport long after calls that began later.
+#[derive(Debug, Clone)]
+pub(crate) struct SlowEncode {
+    pub(crate) n: u64,
+    pub(crate) hold: Option<Arc<Hold>>,
+}
+
+/// What a held [`SlowEncode`] waits for.
+#[derive(Debug, Default)]
+pub(crate) struct Hold {
+    /// Calls the other threads finished.
+    pub(crate) completed: AtomicU64,
+    /// Other threads that finished all their calls.
+    pub(crate) others_done: AtomicU64,
+    /// How many other threads there are.
+    pub(crate) others: u64,
+}
+
+impl WireValue for SlowEncode {
+    const SCHEMA_ID: u64 = schema_id("conformance.SlowEncode/1");
+    fn encode(&self, out: &mut SegmentWriter) -> Result<(), CodecError> {
+        if let Some(hold) = &self.hold {
+            let until = hold.completed.load(Ordering::SeqCst) + 100;
+            while hold.completed.load(Ordering::SeqCst) < until
+                && hold.others_done.load(Ordering::SeqCst) < hold.others
+            {
+                std::thread::sleep(Duration::from_micros(100));
+            }
+        }
+        self.n.encode(out)
+    }
+    fn decode(input: &mut SegmentReader<'_>) -> Result<Self, CodecError> {
+        u64::decode(input).map(|n| SlowEncode { n, hold: None })
+    }
+}
+
+impl Action for SlowEncode {
+    const ID: u128 = 0xc0f0_000f;
+    type Output = u64;
+}
 
 /// Registers the suite's actions and domains on `builder`.
 pub(crate) fn register(builder: &mut RuntimeBuilder, state: &Arc<RankState>) {
@@ -187,6 +242,8 @@ pub(crate) fn register(builder: &mut RuntimeBuilder, state: &Arc<RankState>) {
                 let until = Instant::now() + Duration::from_millis(millis);
                 while Instant::now() < until {
                     if cooperative && ctx.is_cancelled() {
+                        let soaked = s.soaked.load(Ordering::SeqCst);
+                        s.soaked_at_cancel.store(soaked, Ordering::SeqCst);
                         s.cancels_observed.fetch_add(1, Ordering::SeqCst);
                         return Err(ActionError::new("cancelled"));
                     }
@@ -232,6 +289,29 @@ pub(crate) fn register(builder: &mut RuntimeBuilder, state: &Arc<RankState>) {
     builder
         .register_with_context::<Cancels, _>(control_domain(), |Cancels(()), ctx| {
             Ok(ctx.client().cancels_received())
+        })
+        .unwrap();
+    builder
+        .register_inline::<Mark, _>(control_domain(), |Mark(n)| Ok(n))
+        .unwrap();
+    builder
+        .register_in::<SlowEncode, _>(WORK, |call: SlowEncode| Ok(call.n))
+        .unwrap();
+    let s = Arc::clone(state);
+    builder
+        .register_in::<Soak, _>(WORK, move |Soak(bytes)| {
+            std::thread::sleep(Duration::from_millis(10));
+            s.soaked.fetch_add(1, Ordering::SeqCst);
+            Ok(bytes.len() as u64)
+        })
+        .unwrap();
+    let s = Arc::clone(state);
+    builder
+        .register_in::<Soaked, _>(control_domain(), move |Soaked(())| {
+            Ok((
+                s.soaked.load(Ordering::SeqCst),
+                s.soaked_at_cancel.load(Ordering::SeqCst),
+            ))
         })
         .unwrap();
     let s = Arc::clone(state);
@@ -446,6 +526,11 @@ pub(crate) const CASES: &[(&str, Case)] = &[
     ("scope_exit_cancels", scope_exit_cancels),
     ("saturation", saturation),
     ("control_under_saturation", control_under_saturation),
+    (
+        "many_threads_no_false_refusals",
+        many_threads_no_false_refusals,
+    ),
+    ("cancel_overtaking_a_burst", cancel_overtaking_a_burst),
     ("clean_shutdown", clean_shutdown),
     ("shutdown_timeout", shutdown_timeout),
 ];
@@ -472,6 +557,8 @@ macro_rules! conformance_tests {
             scope_exit_cancels,
             saturation,
             control_under_saturation,
+            many_threads_no_false_refusals,
+            cancel_overtaking_a_burst,
             clean_shutdown,
             shutdown_timeout,
         );
@@ -766,33 +853,170 @@ pub(crate) fn saturation(ctx: &mut RankCtx) -> Ending {
 }
 
 /// A cancellation reaches a running handler while the action lane is
-/// saturated with large requests.
+/// saturated with large requests, and before they drained: the handler
+/// sees it while slow handlers of the flood are still working through it.
 pub(crate) fn control_under_saturation(ctx: &mut RankCtx) -> Ending {
     if ctx.rank() == Rank::ZERO {
         let client = ctx.rt().client();
         let target = ctx.next(1);
         let (_, started, observed, _) = ctx.stats_of(target);
+        let (soaked_before, _) = ctx
+            .wait(client.spawn_on(target, Soaked(())))
+            .expect("soak query");
         let sleeper = client.spawn_on(target, Sleep((120_000, true)));
         ctx.wait_until("the handler to start", move |ctx| {
             ctx.stats_of(target).1 > started
         });
         let payload = vec![7u8; 256 * 1024];
         let flood: Vec<_> = (0..48)
-            .map(|_| client.spawn_on(target, Echo(payload.clone())))
+            .map(|_| client.spawn_on(target, Soak(payload.clone())))
             .collect();
         drop(sleeper);
-        ctx.wait_until("the cancellation to pass the flood", move |ctx| {
-            ctx.stats_of(target).2 > observed
-        });
+        let mut done = 0;
         for call in flood {
             match ctx.wait(call) {
-                Ok(bytes) => assert_eq!(bytes.len(), payload.len()),
+                Ok(len) => {
+                    assert_eq!(len, payload.len() as u64);
+                    done += 1;
+                }
                 Err(RuntimeError::ResourceExhausted { .. }) => {}
                 Err(other) => panic!("unexpected {other:?}"),
             }
         }
+        ctx.wait_until("the cancellation to be seen", move |ctx| {
+            ctx.stats_of(target).2 > observed
+        });
+        let (soaked_after, soaked_at_cancel) = ctx
+            .wait(client.spawn_on(target, Soaked(())))
+            .expect("soak query");
+        assert_eq!(
+            soaked_after - soaked_before,
+            done,
+            "every admitted soak ran"
+        );
+        // A call to this rank is cancelled in place, with no lane to cross.
+        if target == ctx.rank() {
+            return Ending::Clean;
+        }
+        assert!(
+            done > 1,
+            "the flood kept the workers busy ({done} admitted)"
+        );
+        assert!(
+            soaked_at_cancel < soaked_after,
+            "the cancellation was seen only after the flood drained \
+             ({soaked_at_cancel} of {soaked_after} soaks done)"
+        );
     }
     Ending::Clean
+}
+
+/// Eight threads on every rank call the next rank at once; one of them
+/// holds every 64th of its calls inside `encode` until the others finished
+/// a hundred calls, so its call reaches the transport after calls that
+/// began later, while the suite's small dedup table evicts finished
+/// entries all the time. No call may be refused as a duplicate it never
+/// was.
+pub(crate) fn many_threads_no_false_refusals(ctx: &mut RankCtx) -> Ending {
+    const THREADS: u64 = 8;
+    const CALLS: u64 = 300;
+    let target = ctx.next(1);
+    let hold = Arc::new(Hold {
+        others: THREADS - 1,
+        ..Hold::default()
+    });
+    let finished = Arc::new(AtomicU64::new(0));
+    let threads: Vec<_> = (0..THREADS)
+        .map(|thread| {
+            let client = ctx.rt().client();
+            let hold = Arc::clone(&hold);
+            let finished = Arc::clone(&finished);
+            std::thread::spawn(move || {
+                // Counted even if a call fails, so the owner stops waiting.
+                let _finished = Finished(finished);
+                for i in 0..CALLS {
+                    let n = thread * CALLS + i;
+                    let held = thread == 0 && i % 64 == 0;
+                    let call = SlowEncode {
+                        n,
+                        hold: held.then(|| Arc::clone(&hold)),
+                    };
+                    let outcome = block_on_thread(client.spawn_on(target, call));
+                    assert!(matches!(outcome, Ok(v) if v == n), "call {n}: {outcome:?}");
+                    if thread != 0 {
+                        hold.completed.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+                if thread != 0 {
+                    hold.others_done.fetch_add(1, Ordering::SeqCst);
+                }
+            })
+        })
+        .collect();
+    ctx.wait_until("the calling threads", |_| {
+        finished.load(Ordering::SeqCst) == THREADS
+    });
+    for thread in threads {
+        thread.join().expect("a calling thread failed");
+    }
+    Ending::Clean
+}
+
+/// Counts a calling thread as finished when it ends, by return or panic.
+struct Finished(Arc<AtomicU64>);
+
+impl Drop for Finished {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Bursts of calls, each burst's last call dropped at once: its
+/// cancellation overtakes the burst on the control lane. Every other call
+/// of the burst still runs and answers.
+pub(crate) fn cancel_overtaking_a_burst(ctx: &mut RankCtx) -> Ending {
+    const BURST: u64 = 400;
+    let client = ctx.rt().client();
+    let target = ctx.next(1);
+    if target == ctx.rank() {
+        // Calls to this rank cross no lane and no dedup table.
+        return Ending::Clean;
+    }
+    for burst in 0..4 {
+        let mut calls: Vec<_> = (0..BURST)
+            .map(|i| client.spawn_on(target, Mark(burst * BURST + i)))
+            .collect();
+        drop(calls.pop());
+        for (i, call) in calls.into_iter().enumerate() {
+            let outcome = ctx.wait(call);
+            let expected = burst * BURST + i as u64;
+            assert!(
+                matches!(outcome, Ok(v) if v == expected),
+                "burst {burst}, call {i}: {outcome:?}"
+            );
+        }
+    }
+    Ending::Clean
+}
+
+/// Waits for `future` on a thread that is not the runtime's owner: the
+/// owner's progress completes it and wakes this thread.
+fn block_on_thread<F: Future>(future: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl std::task::Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = std::task::Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut future = std::pin::pin!(future);
+    loop {
+        if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+            return output;
+        }
+        std::thread::park_timeout(Duration::from_millis(10));
+    }
 }
 
 /// The default ending is the test: a barrier and a clean shutdown.
