@@ -303,32 +303,7 @@ impl RuntimeBuilder {
         let wakeup = handle.wakeup().clone();
         wakeup.bind_current();
         let waker = std::task::Waker::from(Arc::new(OwnerWaker(wakeup)));
-        let mut started = Vec::with_capacity(domains.len());
-        let mut queues = Vec::with_capacity(domains.len());
-        // Every job any domain can hold at once: each will answer once.
-        let mut jobs = 0;
-        for (id, workers) in domains {
-            let queue = NonZeroUsize::new(self.limits.max_action_queue as usize)
-                .unwrap_or(NonZeroUsize::MIN);
-            let config = DomainConfig::new(id, workers, queue).with_name(format!(
-                "dinah-{}-d{}",
-                handle.rank().get(),
-                id.get()
-            ));
-            // A domain holds at most its queue plus one job per worker, so
-            // a completion slot reserved at admission always exists.
-            let capacity = config
-                .capacity()
-                .and_then(NonZeroUsize::new)
-                .unwrap_or(NonZeroUsize::MIN);
-            jobs += capacity.get();
-            let completions = Arc::new(Completions::new(capacity));
-            completions.register_waker(&waker);
-            let domain =
-                Domain::start(config, self.instrumentation.clone()).map_err(BuildError::Domain)?;
-            started.push((id, domain));
-            queues.push((id, completions));
-        }
+        let (started, queues, jobs) = self.start_domains(domains, handle.rank(), &waker)?;
         let completions = CompletionSet::new(queues);
         let world = handle.world();
         // Each domain's workers reach the runtime through a weak reference
@@ -383,6 +358,53 @@ impl RuntimeBuilder {
             closed: false,
             hub,
         })
+    }
+}
+
+/// The started domains, their completion queues, and how many jobs they
+/// can hold at once over all of them.
+type Started = (
+    Vec<(DomainId, Domain)>,
+    Vec<(DomainId, Arc<Completions>)>,
+    usize,
+);
+
+impl RuntimeBuilder {
+    /// Starts the planned domains of rank `rank`, each with a completion
+    /// queue that wakes the owner through `waker`.
+    fn start_domains(
+        &self,
+        domains: Vec<(DomainId, NonZeroUsize)>,
+        rank: dinah_core::Rank,
+        waker: &std::task::Waker,
+    ) -> Result<Started, BuildError> {
+        let mut started = Vec::with_capacity(domains.len());
+        let mut queues = Vec::with_capacity(domains.len());
+        // Every job any domain can hold at once: each will answer once.
+        let mut jobs = 0;
+        for (id, workers) in domains {
+            let queue = NonZeroUsize::new(self.limits.max_action_queue as usize)
+                .unwrap_or(NonZeroUsize::MIN);
+            let config = DomainConfig::new(id, workers, queue).with_name(format!(
+                "dinah-{}-d{}",
+                rank.get(),
+                id.get()
+            ));
+            // A domain holds at most its queue plus one job per worker, so
+            // a completion slot reserved at admission always exists.
+            let capacity = config
+                .capacity()
+                .and_then(NonZeroUsize::new)
+                .unwrap_or(NonZeroUsize::MIN);
+            jobs += capacity.get();
+            let completions = Arc::new(Completions::new(capacity));
+            completions.register_waker(waker);
+            let domain =
+                Domain::start(config, self.instrumentation.clone()).map_err(BuildError::Domain)?;
+            started.push((id, domain));
+            queues.push((id, completions));
+        }
+        Ok((started, queues, jobs))
     }
 }
 
