@@ -14,7 +14,7 @@
 //! A value of these types proves only that the number is non-zero: it does
 //! not prove that a task, worker or request with that ID exists, nor that it
 //! is unique. Uniqueness is the job of whoever allocates the IDs (see
-//! [`RequestIdAllocator`](crate::RequestIdAllocator) for requests).
+//! [`RequestSequencer`](crate::RequestSequencer) for requests).
 //!
 //! # Examples
 //!
@@ -191,8 +191,9 @@ define_id!(
 );
 define_id!(
     /// One remote call, scoped to the rank that issued it: the pair
-    /// (origin rank, `RequestId`) is unique within a run. Allocated by
-    /// [`RequestIdAllocator`](crate::RequestIdAllocator).
+    /// (origin rank, `RequestId`) is unique within a run. Handed out by
+    /// [`RequestSequencer`](crate::RequestSequencer), which numbers an
+    /// origin's requests to each target in send order.
     RequestId, NonZeroU64, u64, IdKind::Request
 );
 define_id!(

@@ -27,12 +27,16 @@ pub type ArrayMpmcQueue<T, const N: usize> = MpmcQueue<T, [MpmcSlot<T>; N]>;
 ///
 /// The queue is shared by reference between threads (or cores): any of
 /// them may [`try_push`](MpmcQueue::try_push) and [`pop`](MpmcQueue::pop)
-/// at the same time. `dinah-std` uses it for worker completions and trace
-/// events; on a microcontroller it can carry work between cores. Its
-/// capacity is fixed when it is built, from a const generic
-/// ([`ArrayMpmcQueue`], whose [`new`](MpmcQueue::new) is a `const fn`) or
-/// from storage the caller provides once ([`MpmcQueue::with_storage`], for
-/// example a `Box<[MpmcSlot<T>]>` sized from run-time limits).
+/// at the same time. It is the shared counterpart of the single-owner
+/// [`TaskQueue`](crate::TaskQueue): a bounded queue that several producers
+/// and consumers use without a lock around it, for example to carry
+/// results from worker threads to the thread that collects them, or work
+/// between the cores of a microcontroller; [`Drainers`](crate::Drainers)
+/// counts the threads that drain such a queue. Its capacity is fixed when
+/// it is built, from a const generic ([`ArrayMpmcQueue`], whose
+/// [`new`](MpmcQueue::new) is a `const fn`) or from storage the caller
+/// provides once ([`MpmcQueue::with_storage`], for example a
+/// `Box<[MpmcSlot<T>]>` sized from run-time limits).
 ///
 /// # Storage
 ///

@@ -1,10 +1,13 @@
 //! dinah's std backend.
 //!
-//! **Status:** work in progress. The local executor, scheduler, shared
-//! state, cancellation token and worker domains are landing now; the
-//! long-lived `Runtime` with typed remote actions, the transport traits and
-//! the in-memory fault-injecting transport come next. See
-//! `docs/architecture.md` for where each piece lives.
+//! It holds the local [`Executor`] and [`Scheduler`], [`Shared`] state, the
+//! [`CancellationToken`], worker [`Domain`]s (each a Rayon pool), and the
+//! long-lived [`Runtime`] with typed remote actions: the caller side
+//! ([`RuntimeClient`]), the serving side and the owner loop that drives
+//! the transport. The [`transport`] module holds the transport contract
+//! ([`transport::TransportDriver`] and [`transport::TransportHandle`]) and
+//! the in-memory fault-injecting transport ([`transport::memory`]).
+//! `docs/architecture.md` explains how the pieces fit together.
 #![deny(missing_docs)]
 #![doc(test(attr(deny(warnings))))]
 

@@ -1,12 +1,11 @@
 //! Running a batch with the caller's thread as one of its workers.
 //!
-//! A batch called from outside the domain's pool used to be handed to the
-//! pool whole (Rayon's `install`): the caller slept, a worker woke, split
-//! the work, woke the next worker, and at the end woke the caller. On the
-//! 2-core development VM those wake-ups cost more than 10,000 no-op tasks
-//! take on one thread (about 24 µs sequential against 40 µs through
-//! Rayon), and only a spinning caller, which takes a core from the
-//! workers, hid them.
+//! Handing a batch called from outside the domain's pool to the pool whole
+//! (Rayon's `install`) costs a chain of wake-ups: the caller sleeps, a
+//! worker wakes, splits the work, wakes the next worker, and at the end
+//! wakes the caller. For a short batch of cheap tasks those wake-ups take
+//! longer than running the whole batch on one thread, and only a spinning
+//! caller, which takes a core from the workers, hides them.
 //!
 //! Here the caller works instead, as the calling thread does in TBB's
 //! `task_arena::execute` or an OpenMP parallel region, and the domain's
@@ -45,12 +44,12 @@
 //!   wakes it anyway (a sleeping worker that finds a job wakes the next
 //!   sleeper, in case the job spawns more). Woken, it searches for work
 //!   and yields about thirty times before it sleeps again; with every core
-//!   busy each yield waits a time slice, so it stays runnable for tens of
-//!   milliseconds and takes turns with the threads doing the work. On the
-//!   2-core development VM, batches of 256 tasks of 150 µs back to back
-//!   lost about 5% of their threads' time waiting for it (per-thread
-//!   `schedstat`). Handing off costs the caller's wake-up at the end, tens
-//!   of microseconds, which is why short batches keep the caller working.
+//!   busy each yield waits a time slice, so it stays runnable for many time
+//!   slices and takes turns with the threads doing the work, taking a
+//!   noticeable share of their time in a long, heavy batch. Handing off
+//!   costs the caller a wake-up at the end: small against a heavy batch,
+//!   but not against a short one, so short batches keep the caller
+//!   working.
 //!
 //! So a batch never runs more than `workers` of its tasks at once: the
 //! caller counts as one of them until it hands off. (Batches called at
@@ -80,7 +79,7 @@ const EAGER_TASKS_PER_WORKER: usize = 8;
 
 /// Helpers are called once the work left is estimated above this on the
 /// caller alone: above what waking a worker and waiting for it at the end
-/// costs (tens of microseconds on small VMs).
+/// costs, so a helper that is called saves more time than it costs.
 const HELP_WORTH: Duration = Duration::from_micros(50);
 
 /// A run of the caller alone doubles while it took less than this, and
@@ -238,11 +237,10 @@ fn alone<P: Producer>(front: &mut Front<P>, op: &impl Fn(P::Item)) -> (usize, Op
 ///
 /// Nothing is decided before the caller has run for [`PROBE_TIME`]: the
 /// first runs are a task or two, and their time is mostly the clock reads
-/// and the first touch of the results (on the development VM one no-op
-/// task "took" about 100 ns that way against 2 ns in a long run, which
-/// predicted a millisecond of work for a 20 µs batch of 10,000, called a
-/// helper for every such batch and made it wait for the helper's
-/// wake-up: 20-50 µs of a 20 µs batch).
+/// and the first touch of the results. Measured that early, a cheap task
+/// looks many times more expensive than it is, so a short batch of cheap
+/// tasks would be estimated as long, call a helper and then wait for the
+/// helper's wake-up, which can take longer than the whole batch.
 fn helpers_worth_it(elapsed: Duration, done: usize, left: usize) -> Option<Duration> {
     if elapsed < PROBE_TIME || done == 0 {
         return None;
@@ -277,9 +275,8 @@ fn together<P: Producer>(
     let helpers = Helpers::spawn(crew.pool, participants - 1, &help);
     // A woken thread is often queued on its waker's core, where the busy
     // caller would hold it off for a time slice or until the load balancer
-    // moves it (6 of 40 CPU batches on the development VM had their helper
-    // start 1-4 ms late). Yielding once lets it run and the idle core take
-    // one of the two.
+    // moves it, and the helper would start late by up to a time slice.
+    // Yielding once lets it run and the idle core take one of the two.
     thread::yield_now();
     ran.fetch_add(claims.run_all(first, op), Ordering::Relaxed);
     helpers.join(Some(crew.spin));

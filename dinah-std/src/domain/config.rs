@@ -7,11 +7,13 @@ use dinah_core::{DomainId, LimitField, LimitProblem, LimitsError, RuntimeLimits}
 
 /// The default time a waiting caller spins before it parks.
 ///
-/// Waking a parked thread costs tens of microseconds on small VMs (about
-/// 20 µs each way was measured on the two-core machines dinah is developed
-/// on), so a result that arrives within that window is cheaper to catch by
-/// spinning. Spinning longer than a wake-up round trip would cost more CPU
-/// than it can save, hence 50 µs.
+/// Waking a parked thread takes far longer than a short spin, so a result
+/// that arrives within about one wake-up round trip is cheaper to catch by
+/// spinning. Spinning much longer than that costs more CPU than it can
+/// save. The default is a little longer than a typical wake-up round trip,
+/// and short enough that a waiter whose result is far off does not burn a
+/// core for long; the domain also shortens the spin while it keeps failing
+/// (see [`DomainConfig::spin_before_park`]).
 pub const DEFAULT_SPIN_BEFORE_PARK: Duration = Duration::from_micros(50);
 
 /// The configuration of one worker [`Domain`](crate::Domain).

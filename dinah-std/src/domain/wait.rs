@@ -1,34 +1,31 @@
 //! Waiting for a result: spin briefly, then park.
 //!
-//! A result that arrives within a few microseconds is far cheaper to catch
-//! by spinning than by parking, since waking a parked thread costs tens of
-//! microseconds on small VMs. Spinning burns a core, though: on a machine
-//! with spare cores it is nearly free, but on a busy one the spinning
-//! waiter can hold the very core the worker it waits for was queued on
-//! (Linux tends to place a woken thread on its waker's core), delaying the
-//! result by far more than a wake-up. So the spin adapts ([`AdaptiveSpin`]):
-//! it starts at the domain's `spin_before_park` budget, collapses when
-//! spins keep failing, and is probed again now and then with the full
-//! budget to find out whether spinning pays again.
+//! A result that arrives shortly after the wait begins is far cheaper to
+//! catch by spinning than by parking, since waking a parked thread takes
+//! much longer than a short spin. Spinning burns a core, though: on a
+//! machine with spare cores it is nearly free, but on a busy one the
+//! spinning waiter can hold the very core the worker it waits for was
+//! queued on (Linux tends to place a woken thread on its waker's core),
+//! delaying the result by far more than a wake-up. So the spin adapts
+//! ([`AdaptiveSpin`]): it starts at the domain's `spin_before_park` budget,
+//! collapses when spins keep failing, and is probed again now and then with
+//! the full budget to find out whether spinning pays again.
 //!
-//! Every wait first spins on the core for [`PURE_SPIN`] (one
-//! microsecond, measured by the clock: a spin hint costs about 30 ns on
-//! the AMD EPYC VMs this was first tuned on, so a phase counted in hints
-//! had lasted 15 us there instead of the one intended). It was three
-//! microseconds until 2026-12-02; on an Intel VM of the same size that
-//! made the idle submit-to-result 1.09-1.10x Rayon's in alternating
-//! processes, because a woken worker queued on the waiter's core waited
-//! out the spin, and one microsecond gave 0.98x with the hot case
-//! unchanged (0.60-0.65x; with no pure spin at all the hot case rose to
-//! 1.13-1.16x, each check then following a yield). Then it either keeps
-//! spinning ([`Pace::Pure`]) or yields the core between checks
-//! ([`Pace::Yielding`]). Waits for a single job yield: after an idle
-//! period the woken worker is often queued on the waiter's own core, and
-//! yielding lets it run there at once (an idle submit-to-result on two
-//! cores went from 49 us to about 25 us, Rayon's own figure; a hot one,
-//! caught by the pure phase, stayed at about 1.2 us). Waits for a batch
-//! stay pure: the caller spins only after running its own share, while its
-//! helpers finish their last, single-task claims (see `batch_drive.rs`).
+//! Every wait first spins on the core for [`PURE_SPIN`], one microsecond
+//! measured by the clock: the cost of a spin hint differs widely between
+//! CPUs, so a phase counted in hints would last far longer on some than
+//! intended. This phase catches a result that is nearly there (a worker
+//! already running finishes a short job) without giving up the core; it is
+//! kept short because a woken worker queued on the waiter's own core cannot
+//! run until the spin ends. Then the wait either keeps spinning
+//! ([`Pace::Pure`]) or yields the core between checks ([`Pace::Yielding`]).
+//! Waits for a single job yield: after an idle period the woken worker is
+//! often queued on the waiter's own core, and yielding lets it run there at
+//! once instead of after the spin, while a result that is nearly there is
+//! still caught by the pure phase without a yield before each check. Waits
+//! for a batch stay pure: the caller spins only after running its own
+//! share, while its helpers finish their last, single-task claims (see
+//! `batch_drive.rs`).
 //!
 //! # Memory ordering
 //!
@@ -43,10 +40,9 @@ use std::time::{Duration, Instant};
 
 /// How long every wait spins on the core before its pace applies.
 const PURE_SPIN: Duration = Duration::from_micros(1);
-/// `spin_loop` hints between two checks. A hint's cost varies tenfold
-/// between CPUs (about 30 ns each on the AMD EPYC VMs this was tuned on,
-/// a few ns on others), so spins are bounded by the clock, never by a
-/// count of hints.
+/// `spin_loop` hints between two checks. A hint's cost differs widely
+/// between CPUs, so spins are bounded by the clock, never by a count of
+/// hints.
 const HINTS_PER_CHECK: u32 = 4;
 /// Checks between two reads of the clock.
 const CHECKS_PER_CLOCK_READ: u32 = 4;
@@ -72,8 +68,8 @@ pub(crate) fn spin_until(budget: Duration, pace: Pace, mut ready: impl FnMut() -
         return false;
     }
     let start = Instant::now();
-    // Every wait spins on the core for its first few microseconds, for
-    // results that are nearly there; then it goes on at its pace.
+    // Every wait spins on the core for its first `PURE_SPIN`, for results
+    // that are nearly there; then it goes on at its pace.
     let pure = PURE_SPIN.min(budget);
     let mut spun = Duration::ZERO;
     while spun < budget {

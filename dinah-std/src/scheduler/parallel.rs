@@ -33,16 +33,17 @@
 //!   estimated above `SPAWN_WORTH`, the rest of the queue goes to the
 //!   parallel phase above, whose slots follow the results already pushed.
 //!   A long batch of tiny tasks therefore never pays for starting a thread
-//!   and waiting to join it (about 50-70 µs on the development VM, more
-//!   than 10,000 no-op tasks take on one thread), while a heavy batch loses
-//!   about one task's time of parallelism, which the estimate needs.
+//!   and waiting to join it, which can take longer than running the whole
+//!   batch on one thread, while a heavy batch loses about one task's time
+//!   of parallelism, which the estimate needs.
 //!
-//! Measured on the 2-core development VM: popping from the `TaskQueue`
-//! costs about 2.4 ns per task (a floor shared with the sequential drain),
-//! and the parallel phase adds about 1.5 ns per task on top (the copy into
-//! the worker's buffer, the slot write). One atomic index
-//! claim per task cost 30-40 ns per task (the counter's cache line bounces
-//! between the cores), one uncontended `Mutex` per slot about 90 ns.
+//! Claiming runs of tasks under one lock keeps the parallel phase's cost
+//! per task close to the sequential drain's: the lock is taken once per
+//! run, and all each task adds is the copy into the worker's buffer and
+//! the slot write. Claiming one task at a time through an atomic index
+//! would bounce the counter's cache line between the cores on every task,
+//! and a `Mutex` per slot would take a lock per task; either adds many
+//! times more per task than the copy and the write do.
 //!
 //! # Panics
 //!
@@ -106,7 +107,7 @@ const PROBE_TIME: Duration = Duration::from_micros(5);
 
 /// Helpers start once the work left is estimated to take longer than this
 /// on one thread: above the cost of starting a scoped thread and waiting to
-/// join it (about 50-70 µs measured on the 2-core development VM).
+/// join it, so the helpers that are started save more time than they cost.
 const SPAWN_WORTH: Duration = Duration::from_micros(100);
 
 /// The most tasks the caller runs alone between two clock reads.
@@ -234,11 +235,11 @@ unsafe fn drop_written<R>(slots: &mut [MaybeUninit<R>], mut gaps: Vec<Range<usiz
 /// This is the sequential drain plus a clock: the caller checks the time
 /// after 1 task, then after runs of 2, 4, ... up to [`MAX_SOLO_RUN`]
 /// tasks (a run doubles only while it took less than [`PROBE_TIME`]). A
-/// heavy first task is thus noticed at once, the clock (over 100 ns per
-/// read on some VMs) is read rarely for tiny tasks, and a heavy task hidden
-/// behind cheap ones goes unnoticed for at most one run. A panic unwinds
-/// straight through, as in the sequential drain: the tasks behind the
-/// panicking one are still queued, in order.
+/// heavy first task is thus noticed at once, the clock (slow to read on
+/// some virtual machines) is read rarely for tiny tasks, and a heavy task
+/// hidden behind cheap ones goes unnoticed for at most one run. A panic
+/// unwinds straight through, as in the sequential drain: the tasks behind
+/// the panicking one are still queued, in order.
 fn run_alone<F, R, const N: usize>(queue: &mut TaskQueue<F, N>, results: &mut Vec<R>)
 where
     F: FnOnce() -> R,

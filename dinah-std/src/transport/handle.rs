@@ -123,10 +123,11 @@ pub struct HandleCounts {
 /// synchronises its contents.
 #[derive(Clone)]
 pub struct TransportHandle {
-    shared: Arc<Shared>,
+    shared: Arc<HandleState>,
 }
 
-struct Shared {
+/// What every clone of a handle shares.
+struct HandleState {
     rank: Rank,
     world: WorldSize,
     config: HandleConfig,
@@ -167,7 +168,7 @@ impl TransportHandle {
             })
             .collect();
         Self {
-            shared: Arc::new(Shared {
+            shared: Arc::new(HandleState {
                 rank,
                 world,
                 config,

@@ -63,8 +63,9 @@ impl Runtime {
     ///
     /// Frames are read only while every one of them could be answered
     /// without waiting beyond the serving side's bounded outbox: when
-    /// responses pile up because peers do not take them, the transport
-    /// holds new frames back instead.
+    /// responses pile up because peers do not take them, the driver is
+    /// polled with a smaller budget (down to zero: it sends, and reads
+    /// nothing), and the transport holds new frames back instead.
     ///
     /// A failure of the transport as a whole moves the runtime to
     /// `Failed` and fails every waiting call with
@@ -73,21 +74,21 @@ impl Runtime {
         let budget = self.hub.limits.max_progress_events as usize;
         let mut progress = Progress::default();
         let now = self.hub.clock.now();
+        // With no room the driver still runs: a budget of zero sends and
+        // completes sends (which is what makes room) and reads nothing.
         let room = self.server.room().min(budget);
-        if room > 0 {
-            self.events.clear();
-            match self.driver.poll(room, &mut self.events) {
-                Ok(active) => progress.transport_active = active,
-                Err(error) => self.fail_transport(error),
-            }
-            progress.events = self.handle_events(now);
+        self.events.clear();
+        match self.driver.poll(room, &mut self.events) {
+            Ok(active) => progress.transport_active = active,
+            Err(error) => self.fail_transport(error),
         }
+        progress.events = self.handle_events(now);
         progress.completions = self.handle_completions(budget, now);
         progress.expired = self.expire_calls(budget, now);
         progress.cancels_sent = self.pump_cancels(budget);
         progress.responses_sent = self.server.flush(&self.hub, budget, now);
         progress.dedup_expired = self.server.expire(now, budget);
-        if room == 0 || progress.may_have_queued() {
+        if progress.may_have_queued() {
             let (sent, events) = self.flush(budget, now);
             progress.transport_active |= sent;
             progress.events += events;
