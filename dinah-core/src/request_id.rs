@@ -28,6 +28,7 @@ impl RequestId {
     /// # Ok::<(), Box<dyn core::error::Error>>(())
     /// ```
     #[must_use]
+    #[inline]
     pub const fn in_sequence(target: Rank, world: WorldSize, seq: u64) -> Option<Self> {
         if !world.contains(target) {
             return None;
@@ -48,6 +49,7 @@ impl RequestId {
     /// ranks, and its number in that sequence (the inverse of
     /// [`in_sequence`](Self::in_sequence)).
     #[must_use]
+    #[inline]
     pub const fn sequence(self, world: WorldSize) -> (Rank, u64) {
         let zero_based = self.get() - 1;
         let size = world.get() as u64;

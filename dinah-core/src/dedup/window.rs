@@ -25,9 +25,11 @@ use crate::deadline::check_capacity;
 /// more than `span` above the floor is [`Ahead`](Sighting::Ahead): the
 /// window cannot record it.
 ///
-/// The bitmap is a ring over the caller's storage of `u64` words (`span =
-/// 64 * words`): the bit of number `n` is bit `n % span`, so moving the
-/// floor clears one bit per number and never shifts.
+/// The bitmap is a ring over the caller's storage of `u64` words: with
+/// `words` the largest power of two not above the storage's length, `span =
+/// 64 * words` and the bit of number `n` is bit `n % span` (a mask, no
+/// division), so moving the floor clears one bit per number and never
+/// shifts. Give it a power-of-two number of words to use all of them.
 ///
 /// # Examples
 ///
@@ -47,6 +49,8 @@ use crate::deadline::check_capacity;
 pub struct SeenWindow<B> {
     /// The lowest number not seen yet.
     floor: u64,
+    /// `span - 1`: the bit of number `n` is bit `n & mask` of the ring.
+    mask: u64,
     /// The ring bitmap of numbers in `floor + 1 .. floor + span` seen.
     bits: B,
 }
@@ -91,16 +95,23 @@ where
     B: AsRef<[u64]> + AsMut<[u64]>,
 {
     /// A window that has seen nothing, over `bits` (zeroed here), reaching
-    /// `64 * bits.len()` numbers above its floor.
+    /// `64 * w` numbers above its floor, `w` the largest power of two not
+    /// above `bits.len()`.
     ///
     /// # Errors
     ///
     /// [`TableStorageError`] if `bits` is empty or longer than
     /// [`MAX_TABLE_CAPACITY`](crate::MAX_TABLE_CAPACITY) words.
     pub fn with_storage(mut bits: B) -> Result<Self, TableStorageError> {
-        check_capacity(bits.as_ref().len())?;
+        let len = bits.as_ref().len();
+        check_capacity(len)?;
         bits.as_mut().fill(0);
-        Ok(Self { floor: 0, bits })
+        let words = 1_u64 << (usize::BITS - 1 - len.leading_zeros());
+        Ok(Self {
+            floor: 0,
+            mask: words * 64 - 1,
+            bits,
+        })
     }
 
     /// The oldest number not seen yet: every number below it was.
@@ -109,8 +120,8 @@ where
     }
 
     /// How many numbers from the floor up the window can record.
-    pub fn span(&self) -> u64 {
-        self.bits.as_ref().len() as u64 * 64
+    pub const fn span(&self) -> u64 {
+        self.mask + 1
     }
 
     /// What the window knows of `number`.
@@ -118,7 +129,7 @@ where
         if number < self.floor {
             return Sighting::Seen;
         }
-        if number - self.floor >= self.span() {
+        if number - self.floor > self.mask {
             return Sighting::Ahead;
         }
         if self.bit(number) {
@@ -174,8 +185,8 @@ where
     }
 
     fn locate(&self, number: u64) -> (usize, u64) {
-        let at = number % self.span();
-        ((at / 64) as usize, 1 << (at % 64))
+        let at = number & self.mask;
+        ((at >> 6) as usize, 1 << (at & 63))
     }
 }
 
@@ -188,7 +199,7 @@ where
         f.debug_struct("SeenWindow")
             .field("floor", &self.floor)
             .field("marked_above", &marked)
-            .field("span", &(self.bits.as_ref().len() * 64))
+            .field("span", &(self.mask + 1))
             .finish()
     }
 }
@@ -242,6 +253,14 @@ mod tests {
     }
 
     #[test]
+    fn a_storage_of_other_than_a_power_of_two_uses_the_largest_one_it_holds() {
+        let window = SeenWindow::with_storage([0_u64; 3]).expect("sized");
+        assert_eq!(window.span(), 128);
+        let window = SeenWindow::with_storage([0_u64; 4]).expect("sized");
+        assert_eq!(window.span(), 256);
+    }
+
+    #[test]
     fn storage_must_not_be_empty() {
         let empty: [u64; 0] = [];
         assert_eq!(
@@ -256,7 +275,7 @@ mod tests {
         /// within the span of the lowest unmarked number, ahead beyond it.
         #[test]
         fn matches_a_set_of_marked_numbers(
-            words in 1_usize..3,
+            words in prop_oneof![Just(1_usize), Just(2), Just(4)],
             marks in proptest::collection::vec(0_u64..400, 0..300),
         ) {
             let storage = std::vec![0_u64; words];

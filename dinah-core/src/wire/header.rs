@@ -62,6 +62,7 @@ const _: () = {
 /// [`ProtocolError::ShortHeader`] if `frame` is shorter than a header;
 /// [`ProtocolError::NotARequest`] if its kind byte is not a request's.
 /// Nothing is written then.
+#[inline]
 pub fn stamp_request_id(frame: &mut [u8], request: RequestId) -> Result<(), ProtocolError> {
     let Some(head) = frame.get_mut(..HEADER_LEN) else {
         return Err(ProtocolError::ShortHeader { len: frame.len() });
@@ -262,22 +263,6 @@ impl Header {
     /// What the frame says.
     pub const fn message(&self) -> &Message {
         &self.message
-    }
-
-    /// The same header for request `request`: the call's ID replaced in
-    /// a request, result, error or cancel message (a goodbye has none and
-    /// is returned as it is). The frame [`stamp_request_id`] rewrites has
-    /// this header.
-    #[must_use]
-    pub const fn with_request_id(mut self, request: RequestId) -> Self {
-        match &mut self.message {
-            Message::Request { call, .. }
-            | Message::Result { call }
-            | Message::Cancel { call }
-            | Message::Error { call, .. } => call.request = request,
-            Message::Goodbye { .. } => {}
-        }
-        self
     }
 
     /// The frame's kind.

@@ -13,7 +13,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use dinah_core::wire::{Call, ErrorCode, FrameRef, Header, Message};
-use dinah_core::{CancelFlag, Instant, Rank, RequestId, TaskFailure, TaskId, TaskOutcome};
+use dinah_core::{CancelFlag, Instant, Rank, TaskFailure, TaskId, TaskOutcome};
 
 use super::RuntimeClient;
 use super::context::ActionContext;
@@ -36,15 +36,6 @@ pub(crate) struct Request {
     pub(crate) deadline: Instant,
     /// The request frame's header, as validated or encoded.
     pub(crate) header: Header,
-}
-
-impl Request {
-    /// The same request under ID `id` (a call to this rank takes its ID
-    /// after its frame was encoded).
-    pub(crate) fn stamp(&mut self, id: RequestId) {
-        self.call.request = id;
-        self.header = self.header.with_request_id(id);
-    }
 }
 
 /// Why [`submit`] refused a job.
@@ -235,14 +226,12 @@ pub(crate) fn run(
             .run_wire(SegmentReader::from_frame(frame.segments()), &ctx, output)
             .map_err(JobFailure::from)?;
         let message = Message::Result { call };
-        frames::with_payload(hub.rank, message, output, &hub.protocol)
-            .map(|(header, bytes)| ResultFrame { header, bytes })
-            .map_err(|error| {
-                let limit = frames::limit_of(error);
-                JobFailure::new(
-                    ErrorCode::ResourceExhausted { limit },
-                    "result does not fit the protocol limits",
-                )
-            })
+        frames::with_payload(hub.rank, message, output, &hub.protocol).map_err(|error| {
+            let limit = frames::limit_of(error);
+            JobFailure::new(
+                ErrorCode::ResourceExhausted { limit },
+                "result does not fit the protocol limits",
+            )
+        })
     })
 }

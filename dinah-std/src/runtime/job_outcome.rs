@@ -2,7 +2,7 @@
 //! how it ended. Calls from peers and calls to this rank run the same job
 //! (see `serve/job.rs`); only their [`JobKey`] differs.
 
-use dinah_core::wire::{Call, ErrorCode, Header};
+use dinah_core::wire::{Call, ErrorCode};
 use dinah_core::{Instant, Rank, RequestId};
 
 use super::registry::HandlerError;
@@ -23,14 +23,9 @@ pub(crate) enum JobKey {
     Local { request: RequestId },
 }
 
-/// A job's encoded result frame.
-#[derive(Debug)]
-pub(crate) struct ResultFrame {
-    /// The frame's header, as encoded (a local caller decodes the output
-    /// from the frame without checking it again).
-    pub(crate) header: Header,
-    pub(crate) bytes: Vec<u8>,
-}
+/// A job's encoded result frame, ready to send (or, for a call to this
+/// rank, to decode).
+pub(crate) type ResultFrame = Vec<u8>;
 
 /// Why an action job produced no result (panics and cancellations arrive
 /// as `TaskFailure` kinds instead).

@@ -272,7 +272,7 @@ impl Server {
         now: Instant,
     ) {
         let frame = match outcome {
-            TaskOutcome::Completed(result) => result.bytes,
+            TaskOutcome::Completed(frame) => frame,
             TaskOutcome::Failed(failure) => {
                 let (code, text) = match failure.kind() {
                     TaskFailureKind::Cancelled => {

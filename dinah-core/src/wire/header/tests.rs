@@ -538,16 +538,28 @@ fn every_single_byte_corruption_is_rejected_or_canonical() {
 }
 
 #[test]
-fn a_stamped_request_decodes_as_the_header_with_the_new_id() {
+fn a_stamped_request_decodes_with_the_new_id_and_nothing_else_changed() {
     let header = header_of(request());
     let mut frame = header.encode().to_vec();
     let id = crate::RequestId::new(0x0102_0304).expect("non-zero");
     super::stamp_request_id(&mut frame, id).expect("a request frame");
+    let stamped = decode(&frame, Channel::Action).expect("still valid");
+    let (
+        Message::Request { call, deadline },
+        Message::Request {
+            call: was,
+            deadline: was_due,
+        },
+    ) = (*stamped.message(), *header.message())
+    else {
+        panic!("requests before and after");
+    };
+    assert_eq!(call.request, id);
     assert_eq!(
-        decode(&frame, Channel::Action),
-        Ok(header.with_request_id(id))
+        (call.action, call.domain, call.trace),
+        (was.action, was.domain, was.trace)
     );
-    assert_ne!(header.with_request_id(id), header);
+    assert_eq!(deadline, was_due);
     let mut short = frame[..HEADER_LEN - 1].to_vec();
     assert_eq!(
         super::stamp_request_id(&mut short, id),

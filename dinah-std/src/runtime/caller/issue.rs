@@ -3,7 +3,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use dinah_core::wire::{Call, Channel, RelativeDeadline, TraceId, stamp_request_id};
+use dinah_core::wire::{
+    Call, Channel, DecodeContext, HEADER_LEN, Header, RelativeDeadline, TraceId, stamp_request_id,
+};
 use dinah_core::{ActionId, Instant, LimitField, Rank, RequestId, RuntimeState};
 
 use super::RemoteFuture;
@@ -118,7 +120,7 @@ impl RuntimeClient {
             domain: entry.registration.domain,
             trace: options.trace,
         };
-        let (header, frame) = crate::action::with_scratch_writer(|input| {
+        let frame = crate::action::with_scratch_writer(|input| {
             action.encode(input).map_err(RuntimeError::Codec)?;
             frames::request(hub.rank, call, relative, input, &hub.protocol)
                 .map_err(frames::encode_error)
@@ -129,13 +131,7 @@ impl RuntimeClient {
             deadline_after: after,
         };
         if rank == hub.rank {
-            let request = Request {
-                origin: rank,
-                call,
-                deadline,
-                header,
-            };
-            return self.issue_local(info, deadline, request, frame);
+            return self.issue_local(info, deadline, frame);
         }
         let len = frame.len() as u64;
         let begun = hub.calls.begin(info, deadline, |id| {
@@ -162,7 +158,6 @@ impl RuntimeClient {
         &self,
         info: CallInfo,
         deadline: Instant,
-        mut request: Request,
         mut frame: Vec<u8>,
     ) -> Result<Ticket, RuntimeError> {
         let hub = &*self.hub;
@@ -172,7 +167,19 @@ impl RuntimeClient {
             Err(_) => return Err(exhausted(LimitField::MaxPendingCalls)),
         };
         stamp_request_id(&mut frame, id).expect("a request frame was just encoded");
-        request.stamp(id);
+        // The job reads the frame as one that arrived: through its header.
+        let ctx = DecodeContext::new(Channel::Action, hub.rank, hub.world, hub.protocol)
+            .expect("validated limits, a rank of the world");
+        let header = Header::decode(&frame[..HEADER_LEN], &ctx).expect("a frame this rank encoded");
+        let request = Request {
+            origin: hub.rank,
+            call: Call {
+                request: id,
+                ..info.call
+            },
+            deadline,
+            header,
+        };
         let domain = request.call.domain;
         let submitted = hub.domains.with(domain, |pool| {
             let completions = hub.completions.of(domain).ok_or(Refusal::NoSuchDomain)?;

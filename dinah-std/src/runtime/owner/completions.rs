@@ -2,6 +2,7 @@
 //! goes back to the serving side, a call this rank made to itself to its
 //! waiting future.
 
+use dinah_core::wire::{Channel, DecodeContext, decode_frame};
 use dinah_core::{Instant, TaskFailureKind, TaskOutcome};
 
 use crate::runtime::Runtime;
@@ -45,10 +46,11 @@ impl Runtime {
             JobKey::Local { request } => {
                 let outcome = completion.outcome;
                 let counts = &mut self.counts;
+                let ctx = self.contexts[self.hub.rank.index()].with_channel(Channel::Action);
                 let result = self
                     .hub
                     .calls
-                    .complete(request, |info| local_outcome(*info, outcome, counts));
+                    .complete(request, |info| local_outcome(*info, outcome, &ctx, counts));
                 if result.is_err() {
                     self.counts.late_result_discarded();
                 }
@@ -61,16 +63,22 @@ impl Runtime {
 fn local_outcome(
     info: CallInfo,
     outcome: TaskOutcome<ResultFrame, JobFailure>,
+    ctx: &DecodeContext,
     counts: &mut OwnerCounts,
 ) -> CallOutcome {
     let error = match outcome {
-        TaskOutcome::Completed(ResultFrame { header, bytes }) => {
-            counts.completed();
-            return CallOutcome::Frame {
-                header,
-                frame: bytes,
-            };
-        }
+        // The future decodes the output from the frame through its header.
+        TaskOutcome::Completed(frame) => match decode_frame(&frame, ctx) {
+            Ok(decoded) => {
+                let header = *decoded.header();
+                counts.completed();
+                return CallOutcome::Frame { header, frame };
+            }
+            Err(error) => RuntimeError::Protocol {
+                peer: info.peer,
+                error,
+            },
+        },
         TaskOutcome::Failed(failure) => match failure.kind() {
             TaskFailureKind::Cancelled => RuntimeError::Cancelled,
             TaskFailureKind::Panicked => RuntimeError::Remote {
@@ -102,7 +110,7 @@ fn local_outcome(
 mod tests {
     use super::*;
     use dinah_core::wire::{Call, ErrorCode};
-    use dinah_core::{ActionId, DomainId, Rank, RequestId, TaskFailure};
+    use dinah_core::{ActionId, DomainId, ProtocolLimits, Rank, RequestId, TaskFailure, WorldSize};
     use std::time::Duration;
 
     fn info() -> CallInfo {
@@ -118,6 +126,16 @@ mod tests {
         }
     }
 
+    fn ctx() -> DecodeContext {
+        DecodeContext::new(
+            Channel::Action,
+            Rank::ZERO,
+            WorldSize::ONE,
+            ProtocolLimits::DEFAULT,
+        )
+        .unwrap()
+    }
+
     #[test]
     fn a_deadline_the_job_saw_pass_counts_as_an_expiry() {
         let mut counts = OwnerCounts::default();
@@ -125,6 +143,7 @@ mod tests {
         let outcome = local_outcome(
             info(),
             TaskOutcome::Failed(TaskFailure::returned(failure)),
+            &ctx(),
             &mut counts,
         );
         assert!(matches!(
@@ -136,6 +155,7 @@ mod tests {
         let outcome = local_outcome(
             info(),
             TaskOutcome::Failed(TaskFailure::panicked("boom")),
+            &ctx(),
             &mut counts,
         );
         let CallOutcome::Failed(RuntimeError::Remote { trace, .. }) = outcome else {

@@ -103,15 +103,18 @@ pub(crate) struct Admit {
 
 impl Admit {
     /// The table sized by `limits.max_dedup_entries`, and per origin a
-    /// window reaching `limits.max_pending_calls` numbers (rounded up to a
-    /// word): as many requests as an origin with the same limits can have
-    /// outstanding, so an ordered transport never puts one ahead of it.
+    /// window reaching at least `limits.max_pending_calls` numbers (rounded
+    /// up to a power of two words): as many requests as an origin with the
+    /// same limits can have outstanding, so an ordered transport never puts
+    /// one ahead of it.
     pub(crate) fn new(limits: &RuntimeLimits, rank: Rank, world: WorldSize) -> Self {
         let entries = limits.max_dedup_entries as usize;
         let storage: Box<[DedupSlot]> = vec![DedupSlot::EMPTY; entries].into_boxed_slice();
         let table = DedupTable::from_limits(storage, limits)
             .expect("validated limits size the dedup table");
-        let words = (limits.max_pending_calls as usize).div_ceil(64);
+        let words = (limits.max_pending_calls as usize)
+            .div_ceil(64)
+            .next_power_of_two();
         let seen = world
             .ranks()
             .map(|_| {
@@ -137,19 +140,23 @@ impl Admit {
             return Verdict::Refused(AdmitRefusal::Misaddressed);
         }
         let window = &mut self.seen[key.origin.index()];
+        // Evictions do not change the window: read it once.
+        let mut sighting = None;
         loop {
             match self.table.begin(key) {
-                Ok(Arrival::Execute { slot }) => match window.sighting(number) {
-                    Sighting::New => {
-                        let _ = window.mark(number);
-                        return Verdict::Run { slot };
+                Ok(Arrival::Execute { slot }) => {
+                    match *sighting.get_or_insert_with(|| window.sighting(number)) {
+                        Sighting::New => {
+                            let _ = window.mark(number);
+                            return Verdict::Run { slot };
+                        }
+                        sighting => {
+                            // Not in the table but not new: undo the entry.
+                            let _ = self.table.rollback(key);
+                            return self.not_new(sighting);
+                        }
                     }
-                    sighting => {
-                        // Not in the table but not new: undo the entry.
-                        let _ = self.table.rollback(key);
-                        return self.not_new(sighting);
-                    }
-                },
+                }
                 Ok(arrival) => {
                     self.counts.duplicates += 1;
                     return match arrival {
@@ -161,7 +168,7 @@ impl Admit {
                     };
                 }
                 Err(_) => {
-                    let sighting = window.sighting(number);
+                    let sighting = *sighting.get_or_insert_with(|| window.sighting(number));
                     if sighting != Sighting::New {
                         return self.not_new(sighting);
                     }
