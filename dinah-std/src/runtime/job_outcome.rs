@@ -2,23 +2,19 @@
 //! how it ended. Calls from peers and calls to this rank run the same job
 //! (see `serve/job.rs`); only their [`JobKey`] differs.
 
-use dinah_core::wire::{Call, ErrorCode};
-use dinah_core::{Instant, Rank, RequestId};
+use dinah_core::RequestId;
+use dinah_core::wire::ErrorCode;
 
 use super::registry::HandlerError;
 use crate::domain::{Completion, CompletionQueue};
 
-/// Who an action job works for.
+/// Who an action job works for. Kept small: it crosses to the worker and
+/// back with every job; the serving side keeps the rest of a remote
+/// request's identity by its dedup slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum JobKey {
-    /// A request from `origin`, admitted in dedup slot `slot`, whose
-    /// caller stops waiting at `until` on this rank's clock.
-    Remote {
-        origin: Rank,
-        call: Call,
-        slot: usize,
-        until: Instant,
-    },
+    /// A request from a peer, admitted in dedup slot `slot`.
+    Remote { slot: usize },
     /// A call this rank made to itself.
     Local { request: RequestId },
 }

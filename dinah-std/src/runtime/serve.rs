@@ -235,26 +235,20 @@ impl Server {
         }
     }
 
-    /// A remote job finished: its dedup entry is completed and its
-    /// response sent (or queued until `until`, when its caller stops
-    /// waiting).
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "the parts of a completion's key, taken apart by the owner's routing"
-    )]
+    /// The remote job admitted in dedup slot `slot` finished: its dedup
+    /// entry is completed and its response sent (or queued until its
+    /// caller stops waiting).
     pub(crate) fn on_completion(
         &mut self,
         hub: &Hub,
-        origin: Rank,
-        call: Call,
         slot: usize,
-        until: Instant,
         outcome: TaskOutcome<ResultFrame, JobFailure>,
         now: Instant,
     ) {
         // The worker let go of the job's block before delivering.
-        self.dispatch.finished(slot);
-        self.finish(hub, origin, call, until, outcome, now);
+        if let Some((origin, call, until)) = self.dispatch.finished(slot) {
+            self.finish(hub, origin, call, until, outcome, now);
+        }
     }
 
     /// Records how an admitted request ended and answers its caller.

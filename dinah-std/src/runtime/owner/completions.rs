@@ -33,15 +33,9 @@ impl Runtime {
     /// Routes one finished job.
     pub(super) fn route(&mut self, completion: JobCompletion, now: Instant) {
         match completion.key {
-            JobKey::Remote {
-                origin,
-                call,
-                slot,
-                until,
-            } => {
+            JobKey::Remote { slot } => {
                 let outcome = completion.outcome;
-                self.server
-                    .on_completion(&self.hub, origin, call, slot, until, outcome, now);
+                self.server.on_completion(&self.hub, slot, outcome, now);
             }
             JobKey::Local { request } => {
                 let outcome = completion.outcome;

@@ -9,6 +9,7 @@
 
 use std::sync::Arc;
 
+use dinah_core::wire::Call;
 use dinah_core::{DomainId, Instant, Rank, TaskOutcome};
 
 use crate::domain::{CancelTarget, InlineRunner, SpareJobs};
@@ -33,11 +34,13 @@ pub(crate) enum Dispatched {
     Refused(Refusal),
 }
 
-/// A remote job in flight, by dedup slot.
+/// A remote job in flight, by dedup slot: its block and who asked.
 struct Running {
     job: Arc<ActionJob>,
-    domain: DomainId,
     origin: Rank,
+    call: Call,
+    /// When its caller stops waiting, on this rank's clock.
+    until: Instant,
 }
 
 /// The dispatching side (see the module docs).
@@ -89,12 +92,7 @@ impl Dispatch {
         if entry.inline {
             return self.run_inline(entry, request, frame, now);
         }
-        let key = JobKey::Remote {
-            origin: request.origin,
-            call: request.call,
-            slot,
-            until: request.deadline,
-        };
+        let key = JobKey::Remote { slot };
         let spare = &mut self.spare;
         let submitted = hub.domains.with(domain, |pool| {
             let completions = hub.completions.of(domain).ok_or(Refusal::NoSuchDomain)?;
@@ -104,8 +102,9 @@ impl Dispatch {
             Ok(job) => {
                 self.running[slot] = Some(Running {
                     job,
-                    domain,
                     origin: request.origin,
+                    call: request.call,
+                    until: request.deadline,
                 });
                 Dispatched::Pooled
             }
@@ -141,12 +140,14 @@ impl Dispatch {
         Dispatched::Inline(outcome)
     }
 
-    /// The job of dedup slot `slot` delivered its outcome: keep its block
-    /// for the next job.
-    pub(crate) fn finished(&mut self, slot: usize) {
-        if let Some(running) = self.running[slot].take() {
-            self.spare.give(running.job);
-        }
+    /// The job of dedup slot `slot` delivered its outcome: keeps its block
+    /// for the next job and returns who asked (origin, call, and when it
+    /// stops waiting).
+    pub(crate) fn finished(&mut self, slot: usize) -> Option<(Rank, Call, Instant)> {
+        let running = self.running[slot].take()?;
+        let asked = (running.origin, running.call, running.until);
+        self.spare.give(running.job);
+        Some(asked)
     }
 
     /// The clock reading at which the last inline handler finished.
@@ -187,7 +188,7 @@ fn cancel(hub: &Hub, running: &Running) {
     let job: &dyn CancelTarget = &*running.job;
     if hub
         .domains
-        .with(running.domain, |domain| domain.cancel_job(job))
+        .with(running.call.domain, |domain| domain.cancel_job(job))
         .is_none()
     {
         job.cancel_flag().request();
