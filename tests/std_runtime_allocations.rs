@@ -1,11 +1,17 @@
 //! A steady stream of small inline actions allocates no frames: every
 //! frame is built in a buffer the thread freed earlier
-//! (`dinah_std::transport::frame_buffers`). A pooled action reuses the
-//! block of an earlier job on the serving owner thread instead of
-//! allocating one. A shutdown frees the owner thread's spare buffers. The first two tests
-//! drive two ranks over the stepped in-memory network from this one
-//! thread, so every allocation of both runtimes' owner threads happens
-//! here and is counted exactly.
+//! (`dinah_std::transport::frame_buffers`). A shutdown frees the owner
+//! thread's spare buffers. The first test drives two ranks over the
+//! stepped in-memory network from this one thread, so every allocation of
+//! both runtimes' owner threads happens here and is counted exactly.
+//!
+//! Pooled actions are not counted here: besides the job block, which the
+//! serving owner reuses (checked exactly in
+//! `dinah-std/src/runtime/serve/dispatch/tests.rs`), the owner allocates a
+//! Rayon pool job whenever a submission finds no worker draining the
+//! domain's queue, and how often that happens depends on how the workers
+//! are scheduled: the same run made between 130 and 3,000 allocations for
+//! 4,000 actions. `benches/runtime.rs` reports the pooled counts.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -199,24 +205,6 @@ fn steady_inline_actions_allocate_no_frames() {
     assert!(
         made * 100 < ACTIONS,
         "{made} allocations for {ACTIONS} actions (both ranks)"
-    );
-}
-
-#[test]
-fn a_steady_pooled_action_reuses_its_job_block_on_the_owner_thread() {
-    let made = steady_allocations(true, 8);
-    // The serving owner thread writes each queued job (its work, task ID
-    // and cancellation flag: one block) into the block of a job that
-    // finished earlier, once the worker and the canceller have let go of
-    // it; before, it allocated a block per job (and before that two), so
-    // `made` was at least 4,000 here. What is left is a Rayon spawn
-    // whenever a job finds no worker draining the domain's queue, which
-    // depends on timing: a few percent of the jobs. The frames come from
-    // spare buffers, as for inline actions; the workers' own allocations
-    // happen on their threads and are not counted.
-    assert!(
-        made * 4 < ACTIONS,
-        "{made} owner-thread allocations for {ACTIONS} pooled actions (both ranks)"
     );
 }
 

@@ -22,6 +22,8 @@ use std::sync::Arc;
 pub(crate) struct SpareJobs<J> {
     blocks: Vec<Arc<J>>,
     keep: usize,
+    /// Blocks [`make`](Self::make) allocated, and blocks it reused.
+    made: (u64, u64),
 }
 
 impl<J> SpareJobs<J> {
@@ -31,6 +33,7 @@ impl<J> SpareJobs<J> {
         Self {
             blocks: Vec::with_capacity(keep),
             keep,
+            made: (0, 0),
         }
     }
 
@@ -45,16 +48,21 @@ impl<J> SpareJobs<J> {
     /// `value` in a shared block: a kept block, overwritten in place, or a
     /// new allocation if none is kept.
     pub(crate) fn make(&mut self, value: J) -> Arc<J> {
-        match self.blocks.pop() {
-            Some(mut block) => match Arc::get_mut(&mut block) {
-                Some(slot) => {
-                    *slot = value;
-                    block
-                }
-                None => Arc::new(value),
-            },
-            None => Arc::new(value),
+        if let Some(mut block) = self.blocks.pop() {
+            if let Some(slot) = Arc::get_mut(&mut block) {
+                *slot = value;
+                self.made.1 += 1;
+                return block;
+            }
         }
+        self.made.0 += 1;
+        Arc::new(value)
+    }
+
+    /// How many blocks [`make`](Self::make) allocated, and how many it
+    /// reused, since the start.
+    pub(crate) fn made(&self) -> (u64, u64) {
+        self.made
     }
 
     /// Blocks kept right now.
@@ -93,6 +101,7 @@ mod tests {
         assert_eq!(spare.len(), 0);
         let fresh = spare.make(9_u64);
         assert_ne!(Arc::as_ptr(&fresh), at, "nothing kept: a new block");
+        assert_eq!(spare.made(), (1, 1));
     }
 
     #[test]

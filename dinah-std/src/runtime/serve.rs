@@ -324,6 +324,11 @@ impl Server {
         self.dispatch.cancel_all(hub);
     }
 
+    /// Job blocks allocated and reused for pooled requests.
+    pub(crate) fn job_blocks(&self) -> (u64, u64) {
+        self.dispatch.job_blocks()
+    }
+
     /// Entries in the dedup table.
     pub(crate) fn dedup_len(&self) -> usize {
         self.admit.len()

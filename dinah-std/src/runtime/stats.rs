@@ -121,6 +121,12 @@ pub struct ServeStats {
     pub responses_expired: u64,
     /// Bytes of cached and waiting responses.
     pub response_bytes: u64,
+    /// Blocks allocated for pooled requests' jobs. The owner writes a job
+    /// into the block of one that finished when it can, so in steady state
+    /// this stops growing at about the most jobs in flight at once.
+    pub job_blocks_allocated: u64,
+    /// Pooled requests' jobs written into the block of a finished one.
+    pub job_blocks_reused: u64,
 }
 
 impl RuntimeStats {
@@ -218,6 +224,8 @@ pub(crate) fn collect(runtime: &Runtime) -> RuntimeStats {
             outbox_peak: respond.outbox_peak,
             responses_expired: respond.expired,
             response_bytes: runtime.server.retained_bytes(),
+            job_blocks_allocated: runtime.server.job_blocks().0,
+            job_blocks_reused: runtime.server.job_blocks().1,
         },
         handle: hub.handle.counts(),
         driver: runtime.driver.counts(),

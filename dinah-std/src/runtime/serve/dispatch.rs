@@ -150,6 +150,12 @@ impl Dispatch {
         Some(asked)
     }
 
+    /// How many job blocks were allocated, and how many reused, since the
+    /// start.
+    pub(crate) fn job_blocks(&self) -> (u64, u64) {
+        self.spare.made()
+    }
+
     /// The clock reading at which the last inline handler finished.
     pub(crate) fn inline_clock(&self) -> Instant {
         self.inline_clock
@@ -194,3 +200,6 @@ fn cancel(hub: &Hub, running: &Running) {
         job.cancel_flag().request();
     }
 }
+
+#[cfg(test)]
+mod tests;
