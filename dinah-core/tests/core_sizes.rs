@@ -111,7 +111,7 @@ fn table() -> String {
     writeln!(
         out,
         "| **a configured core**: 64 pending calls + 256 dedup entries + 128 trace events + metrics, \
-         request IDs, runtime state, cancel flag | **{}** |",
+         request sequencer and seen windows of 4 ranks, runtime state, cancel flag | **{}** |",
         size_of::<ConfiguredCore>()
     )
     .unwrap();
