@@ -1,7 +1,8 @@
-//! Inline registrations (`RuntimeBuilder::register_inline`): requests from
-//! other ranks run on the serving rank's owner thread, and everything else
-//! (results, typed errors, panics, dedup, shutdown) behaves as for a
-//! handler on a worker domain.
+//! Inline registrations (`RuntimeBuilder::register_inline` and
+//! `register_inline_with_context`): requests from other ranks run on the
+//! serving rank's owner thread, and everything else (results, typed
+//! errors, panics, dedup, shutdown, the handler's context) behaves as for
+//! a handler on a worker domain.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -9,11 +10,12 @@ use std::task::Poll;
 use std::thread::ThreadId;
 use std::time::Duration;
 
-use dinah_core::{ProtocolLimits, Rank, RuntimeLimits, WorldSize};
+use dinah_core::wire::TraceId;
+use dinah_core::{ProtocolLimits, Rank, RequestId, RuntimeLimits, WorkerId, WorldSize};
 use dinah_std::transport::memory::{FaultPlan, SimMode, SimNetwork};
 use dinah_std::{
-    Action, ActionError, CodecError, DEFAULT_DOMAIN, FailureKind, Runtime, RuntimeError,
-    SegmentReader, SegmentWriter, SpawnOptions, WireValue, schema_id,
+    Action, ActionContext, ActionError, CodecError, DEFAULT_DOMAIN, FailureKind, Runtime,
+    RuntimeError, SegmentReader, SegmentWriter, SpawnOptions, WireValue, schema_id,
 };
 
 /// Returns its input plus one.
@@ -347,4 +349,122 @@ fn owner_counts_are_published_when_each_round_ends() {
     // Dropped here, never blocking; clients outlive their runtimes.
     drop(runtimes);
     assert_eq!(clients[0].metrics(), caller);
+}
+
+/// Reports what its handler's context says: (origin, trace, request,
+/// worker or 0, the client's rank, the deadline in nanoseconds).
+struct Who;
+impl WireValue for Who {
+    const SCHEMA_ID: u64 = schema_id("test.inline.Who/1");
+    fn encode(&self, _: &mut SegmentWriter) -> Result<(), CodecError> {
+        Ok(())
+    }
+    fn decode(_: &mut SegmentReader<'_>) -> Result<Self, CodecError> {
+        Ok(Who)
+    }
+}
+impl Action for Who {
+    const ID: u128 = 0x1_0004;
+    type Output = (u32, u64, u64, u64, u32, u64);
+}
+
+/// The same as [`Who`], registered on the domain's workers.
+struct WhoPooled;
+impl WireValue for WhoPooled {
+    const SCHEMA_ID: u64 = schema_id("test.inline.WhoPooled/1");
+    fn encode(&self, _: &mut SegmentWriter) -> Result<(), CodecError> {
+        Ok(())
+    }
+    fn decode(_: &mut SegmentReader<'_>) -> Result<Self, CodecError> {
+        Ok(WhoPooled)
+    }
+}
+impl Action for WhoPooled {
+    const ID: u128 = 0x1_0005;
+    type Output = (u32, u64, u64, u64, u32, u64);
+}
+
+fn who(ctx: &ActionContext<'_>) -> (u32, u64, u64, u64, u32, u64) {
+    (
+        ctx.origin().get(),
+        ctx.trace().map_or(0, TraceId::get),
+        ctx.request().get(),
+        ctx.worker().map_or(0, WorkerId::get),
+        ctx.client().rank().get(),
+        ctx.deadline().as_nanos(),
+    )
+}
+
+#[test]
+fn inline_handlers_see_the_context_pooled_ones_see() {
+    let world = WorldSize::new(2).unwrap();
+    let network = SimNetwork::with_mode(world, 1, FaultPlan::new(), SimMode::Threaded).unwrap();
+    let arrived = Arc::new(AtomicU32::new(0));
+    let threads: Vec<_> = world
+        .ranks()
+        .map(|rank| {
+            let network = network.clone();
+            let arrived = Arc::clone(&arrived);
+            std::thread::spawn(move || {
+                let mut builder =
+                    Runtime::builder(5, ProtocolLimits::default(), RuntimeLimits::default())
+                        .unwrap();
+                builder
+                    .register_inline_with_context::<Who, _>(DEFAULT_DOMAIN, |Who, ctx| Ok(who(ctx)))
+                    .unwrap();
+                builder
+                    .register_with_context::<WhoPooled, _>(DEFAULT_DOMAIN, |WhoPooled, ctx| {
+                        Ok(who(ctx))
+                    })
+                    .unwrap();
+                let hello = builder.hello().unwrap();
+                let (handle, driver) = network.endpoint(rank, hello.handle).unwrap();
+                let mut runtime = builder.start(handle, driver).unwrap();
+                let client = runtime.client();
+                let peer = Rank::new(1 - rank.get(), world).unwrap();
+                let trace = TraceId::new(0x7e57 + u64::from(rank.get())).unwrap();
+                let options = SpawnOptions::deadline(Duration::from_secs(30)).with_trace(trace);
+
+                let inline = runtime
+                    .block_on(client.spawn_on_with(peer, Who, options))
+                    .unwrap();
+                let pooled = runtime
+                    .block_on(client.spawn_on_with(peer, WhoPooled, options))
+                    .unwrap();
+                for (seen, worker) in [(inline, false), (pooled, true)] {
+                    let (origin, seen_trace, request, seen_worker, client_rank, deadline) = seen;
+                    assert_eq!(origin, rank.get(), "the caller's rank");
+                    assert_eq!(seen_trace, trace.get(), "the caller's trace");
+                    assert_ne!(request, 0);
+                    assert_eq!(client_rank, peer.get(), "a client of the serving rank");
+                    assert!(deadline > 0);
+                    // The runtime's only domain has workers 1 and 2 (the
+                    // default limits' two); the inline handler is on none.
+                    if worker {
+                        assert!((1..=2).contains(&seen_worker), "{seen:?}");
+                    } else {
+                        assert_eq!(seen_worker, 0, "{seen:?}");
+                    }
+                }
+                // The two calls are the origin's first two to this peer.
+                let sequence = |id| RequestId::new(id).unwrap().sequence(world);
+                assert_eq!(sequence(inline.2), (peer, 0));
+                assert_eq!(sequence(pooled.2), (peer, 1));
+
+                arrived.fetch_add(1, Ordering::SeqCst);
+                runtime.block_on(std::future::poll_fn(|_| {
+                    if arrived.load(Ordering::SeqCst) == world.get() {
+                        Poll::Ready(())
+                    } else {
+                        Poll::Pending
+                    }
+                }));
+                let report = runtime.shutdown(Duration::from_secs(10)).unwrap();
+                assert!(report.is_clean(), "{report}");
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().unwrap();
+    }
 }

@@ -6,10 +6,12 @@
 //! ID here; [`Rank`](crate::Rank) is the exception and lives in its own
 //! module because zero is a valid rank.
 //!
-//! All ID types share one error type, [`IdError`], whose variants name the
-//! [`IdKind`] they are about. One shared type keeps `?` conversions simple
-//! for callers that build several IDs, while the kind keeps the message
-//! precise.
+//! Each ID type has its own error type for the one way building it can
+//! fail, zero: [`TaskIdError`], [`WorkerIdError`], [`CoreIdError`],
+//! [`RequestIdError`], [`DomainIdError`] and [`ActionIdError`]. Each
+//! converts into the crate-wide [`IdError`] (as [`IdError::Zero`] with its
+//! [`IdKind`]), so a caller that builds several kinds of ID, ranks included,
+//! can still use `?` into one error type.
 //!
 //! A value of these types proves only that the number is non-zero: it does
 //! not prove that a task, worker or request with that ID exists, nor that it
@@ -19,12 +21,15 @@
 //! # Examples
 //!
 //! ```
-//! use dinah_core::{IdError, IdKind, TaskId, WorkerId};
+//! use dinah_core::{IdError, IdKind, TaskId, WorkerId, WorkerIdError};
 //!
 //! let task = TaskId::new(7)?;
 //! assert_eq!(task.get(), 7);
 //! assert_eq!(task.to_string(), "task#7");
-//! assert_eq!(WorkerId::new(0), Err(IdError::Zero { kind: IdKind::Worker }));
+//! assert_eq!(WorkerId::new(0), Err(WorkerIdError::Zero));
+//! // Into the crate-wide error, the kind goes with it.
+//! let error = IdError::from(WorkerIdError::Zero);
+//! assert_eq!(error, IdError::Zero { kind: IdKind::Worker });
 //! # Ok::<(), IdError>(())
 //! ```
 
@@ -72,11 +77,14 @@ impl fmt::Display for IdKind {
     }
 }
 
-/// An identifier could not be built or allocated.
+/// An identifier could not be built or allocated: the error of ranks and
+/// world sizes, of ID allocators, and the one every per-type error (such as
+/// [`TaskIdError`]) converts into.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum IdError {
-    /// Zero is reserved as the invalid value of this ID domain.
+    /// Zero is reserved as the invalid value of this ID domain (what the
+    /// per-type errors, such as [`TaskIdError::Zero`], become).
     Zero {
         /// The domain the zero was offered to.
         kind: IdKind,
@@ -113,11 +121,46 @@ impl fmt::Display for IdError {
 impl core::error::Error for IdError {}
 
 macro_rules! define_id {
-    ($(#[$meta:meta])* $name:ident, $nonzero:ty, $raw:ty, $kind:expr) => {
+    (
+        $(#[$meta:meta])* $name:ident, $error:ident, $nonzero:ty, $raw:ty, $kind:expr
+    ) => {
         $(#[$meta])*
         #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
         #[repr(transparent)]
         pub struct $name($nonzero);
+
+        #[doc = concat!("A [`", stringify!($name), "`] could not be built.")]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        pub enum $error {
+            /// Zero is reserved as the invalid value of this ID domain.
+            Zero,
+        }
+
+        impl $error {
+            /// The ID domain this error is about.
+            pub const fn kind(self) -> IdKind {
+                $kind
+            }
+        }
+
+        impl fmt::Display for $error {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                match self {
+                    Self::Zero => write!(f, "{} id must be non-zero", $kind.name()),
+                }
+            }
+        }
+
+        impl core::error::Error for $error {}
+
+        impl From<$error> for IdError {
+            fn from(error: $error) -> Self {
+                match error {
+                    $error::Zero => IdError::Zero { kind: $kind },
+                }
+            }
+        }
 
         impl $name {
             /// The smallest valid value (one).
@@ -129,11 +172,11 @@ macro_rules! define_id {
             ///
             /// # Errors
             ///
-            /// [`IdError::Zero`] if `value` is zero.
-            pub const fn new(value: $raw) -> Result<Self, IdError> {
+            #[doc = concat!("[`", stringify!($error), "::Zero`] if `value` is zero.")]
+            pub const fn new(value: $raw) -> Result<Self, $error> {
                 match <$nonzero>::new(value) {
                     Some(value) => Ok(Self(value)),
-                    None => Err(IdError::Zero { kind: $kind }),
+                    None => Err($error::Zero),
                 }
             }
 
@@ -166,9 +209,9 @@ macro_rules! define_id {
         }
 
         impl TryFrom<$raw> for $name {
-            type Error = IdError;
+            type Error = $error;
 
-            fn try_from(value: $raw) -> Result<Self, IdError> {
+            fn try_from(value: $raw) -> Result<Self, $error> {
                 Self::new(value)
             }
         }
@@ -178,33 +221,33 @@ macro_rules! define_id {
 define_id!(
     /// One logical, one-shot unit of work. Stable for the task's lifetime;
     /// unique only among the live tasks of whoever assigns it.
-    TaskId, NonZeroU64, u64, IdKind::Task
+    TaskId, TaskIdError, NonZeroU64, u64, IdKind::Task
 );
 define_id!(
     /// One worker (an execution resource, never a task).
-    WorkerId, NonZeroU64, u64, IdKind::Worker
+    WorkerId, WorkerIdError, NonZeroU64, u64, IdKind::Worker
 );
 define_id!(
     /// A general core-level resource identity, distinct from tasks and
     /// workers.
-    CoreId, NonZeroU64, u64, IdKind::Core
+    CoreId, CoreIdError, NonZeroU64, u64, IdKind::Core
 );
 define_id!(
     /// One remote call, scoped to the rank that issued it: the pair
     /// (origin rank, `RequestId`) is unique within a run. Handed out by
     /// [`RequestSequencer`](crate::RequestSequencer), which numbers an
     /// origin's requests to each target in send order.
-    RequestId, NonZeroU64, u64, IdKind::Request
+    RequestId, RequestIdError, NonZeroU64, u64, IdKind::Request
 );
 define_id!(
     /// A worker domain: a fixed-size pool that runs action handlers.
-    DomainId, NonZeroU64, u64, IdKind::Domain
+    DomainId, DomainIdError, NonZeroU64, u64, IdKind::Domain
 );
 define_id!(
     /// A registered action type. Chosen by the action's author, stable
     /// across builds and ranks; 128 bits so independently chosen IDs (for
     /// example hashes of a name) do not collide.
-    ActionId, NonZeroU128, u128, IdKind::Action
+    ActionId, ActionIdError, NonZeroU128, u128, IdKind::Action
 );
 
 #[cfg(test)]
@@ -231,19 +274,30 @@ mod tests {
     }
 
     macro_rules! id_suite {
-        ($module:ident, $name:ident, $raw:ty, $kind:expr, $prefix:literal) => {
+        ($module:ident, $name:ident, $error:ident, $raw:ty, $kind:expr, $prefix:literal) => {
             mod $module {
                 use super::*;
                 extern crate std;
                 use std::string::ToString;
 
                 #[test]
-                fn zero_is_rejected_with_its_kind() {
-                    assert_eq!($name::new(0), Err(IdError::Zero { kind: $kind }));
+                fn zero_is_rejected_with_its_own_error() {
+                    assert_eq!($name::new(0), Err($error::Zero));
+                    assert_eq!($name::try_from(0 as $raw), Err($error::Zero));
+                    assert_eq!($error::Zero.kind(), $kind);
                     assert_eq!(
-                        $name::try_from(0 as $raw),
-                        Err(IdError::Zero { kind: $kind })
+                        $error::Zero.to_string(),
+                        concat!($prefix, " id must be non-zero")
                     );
+                }
+
+                #[test]
+                fn zero_converts_into_the_shared_error_with_its_kind() {
+                    fn build(value: $raw) -> Result<$name, IdError> {
+                        Ok($name::new(value)?)
+                    }
+                    assert_eq!(build(0), Err(IdError::Zero { kind: $kind }));
+                    assert_eq!(build(5).map($name::get), Ok(5));
                 }
 
                 #[test]
@@ -273,12 +327,40 @@ mod tests {
         };
     }
 
-    id_suite!(task, TaskId, u64, IdKind::Task, "task");
-    id_suite!(worker, WorkerId, u64, IdKind::Worker, "worker");
-    id_suite!(core_id, CoreId, u64, IdKind::Core, "core");
-    id_suite!(request, RequestId, u64, IdKind::Request, "request");
-    id_suite!(domain, DomainId, u64, IdKind::Domain, "domain");
-    id_suite!(action, ActionId, u128, IdKind::Action, "action");
+    id_suite!(task, TaskId, TaskIdError, u64, IdKind::Task, "task");
+    id_suite!(
+        worker,
+        WorkerId,
+        WorkerIdError,
+        u64,
+        IdKind::Worker,
+        "worker"
+    );
+    id_suite!(core_id, CoreId, CoreIdError, u64, IdKind::Core, "core");
+    id_suite!(
+        request,
+        RequestId,
+        RequestIdError,
+        u64,
+        IdKind::Request,
+        "request"
+    );
+    id_suite!(
+        domain,
+        DomainId,
+        DomainIdError,
+        u64,
+        IdKind::Domain,
+        "domain"
+    );
+    id_suite!(
+        action,
+        ActionId,
+        ActionIdError,
+        u128,
+        IdKind::Action,
+        "action"
+    );
 
     #[test]
     fn errors_display_lowercase_without_period() {

@@ -147,7 +147,12 @@ pub struct TraceEvent {
     pub subject: TraceSubject,
     /// When, on the clock the recorder uses, if it recorded a time.
     pub at: Option<Instant>,
-    /// The worker it happened on, if any.
+    /// The worker it happened on, if any. Whoever records the event
+    /// decides what the ID names; `dinah-std`'s worker domains number
+    /// their worker threads so that no two workers of one runtime share an
+    /// ID (the first declared domain's workers from 1, the next domain's
+    /// after those), and leave this empty for events off a worker, such as
+    /// a submission or an inline handler on the owner thread.
     pub worker: Option<WorkerId>,
     /// The worker domain it happened in, if any.
     pub domain: Option<DomainId>,

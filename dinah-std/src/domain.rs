@@ -18,6 +18,7 @@ mod job;
 mod shutdown;
 mod spare_jobs;
 mod wait;
+mod worker;
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -286,16 +287,23 @@ impl Domain {
         let capacity = config
             .capacity()
             .ok_or(DomainStartError::CapacityOverflow)?;
+        if config.last_worker().is_none() {
+            return Err(DomainStartError::WorkerIdOverflow);
+        }
         let queue = ArrayQueue::new(capacity);
         let roster = Arc::new(Roster::new());
         let pool = {
             let names = config.clone();
             let started = Arc::clone(&roster);
             let exited = Arc::clone(&roster);
+            let first = config.first_worker;
             rayon::ThreadPoolBuilder::new()
                 .num_threads(config.workers.get())
                 .thread_name(move |index| names.thread_name(index))
-                .start_handler(move |_| started.worker_started())
+                .start_handler(move |index| {
+                    worker::enter(worker::nth(first, index));
+                    started.worker_started();
+                })
                 .exit_handler(move |_| exited.worker_exited())
                 .build()
                 .map_err(DomainStartError::Threads)?

@@ -3,7 +3,7 @@
 use std::num::NonZeroUsize;
 use std::time::Duration;
 
-use dinah_core::{DomainId, LimitField, LimitProblem, LimitsError, RuntimeLimits};
+use dinah_core::{DomainId, LimitField, LimitProblem, LimitsError, RuntimeLimits, WorkerId};
 
 /// The default time a waiting caller spins before it parks.
 ///
@@ -62,6 +62,14 @@ pub struct DomainConfig {
     /// The prefix of the worker thread names (`{name}-{index}`); `None`
     /// names them `dinah-domain-{id}-{index}`.
     pub name: Option<String>,
+    /// The [`WorkerId`] of the domain's first worker thread; thread
+    /// `index` of the pool is `first_worker + index`. Defaults to
+    /// [`WorkerId::MIN`], which suits one domain on its own. Domains that
+    /// share an [`Instrumentation`](crate::Instrumentation) should get
+    /// ranges that do not overlap, so a trace names each worker once; a
+    /// [`Runtime`](crate::Runtime) does that for its domains itself, in the
+    /// order they were declared.
+    pub first_worker: WorkerId,
 }
 
 impl DomainConfig {
@@ -76,6 +84,7 @@ impl DomainConfig {
             queue_capacity,
             spin_before_park: DEFAULT_SPIN_BEFORE_PARK,
             name: None,
+            first_worker: WorkerId::MIN,
         }
     }
 
@@ -126,6 +135,22 @@ impl DomainConfig {
     pub fn with_spin_before_park(mut self, spin: Duration) -> Self {
         self.spin_before_park = spin;
         self
+    }
+
+    /// This configuration with its workers numbered from `first` (see
+    /// [`first_worker`](Self::first_worker)).
+    #[must_use]
+    pub fn with_first_worker(mut self, first: WorkerId) -> Self {
+        self.first_worker = first;
+        self
+    }
+
+    /// The [`WorkerId`] of the domain's last worker thread, or `None` if
+    /// `first_worker + workers - 1` passes [`WorkerId::MAX`] (such a
+    /// domain does not start).
+    #[must_use]
+    pub fn last_worker(&self) -> Option<WorkerId> {
+        super::worker::nth(self.first_worker, self.workers.get() - 1)
     }
 
     /// The most jobs the domain admits at once, `queue_capacity + workers`,
@@ -186,6 +211,17 @@ mod tests {
                 problem: LimitProblem::Zero
             })
         );
+    }
+
+    #[test]
+    fn workers_are_numbered_from_the_first_worker() {
+        let config = DomainConfig::new(DomainId::MIN, nz(3), nz(1));
+        assert_eq!(config.first_worker, WorkerId::MIN);
+        assert_eq!(config.last_worker(), WorkerId::new(3).ok());
+        let moved = config.with_first_worker(WorkerId::new(10).unwrap());
+        assert_eq!(moved.last_worker(), WorkerId::new(12).ok());
+        let too_far = moved.with_first_worker(WorkerId::new(u64::MAX - 1).unwrap());
+        assert_eq!(too_far.last_worker(), None);
     }
 
     #[test]

@@ -78,6 +78,9 @@ pub enum DomainStartError {
     CapacityOverflow,
     /// The worker threads could not be created.
     Threads(rayon::ThreadPoolBuildError),
+    /// `first_worker + workers - 1` passes the largest
+    /// [`WorkerId`](dinah_core::WorkerId).
+    WorkerIdOverflow,
 }
 
 impl fmt::Display for DomainStartError {
@@ -85,6 +88,7 @@ impl fmt::Display for DomainStartError {
         match self {
             Self::CapacityOverflow => f.write_str("worker domain capacity overflows a usize"),
             Self::Threads(_) => f.write_str("could not start the worker threads of a domain"),
+            Self::WorkerIdOverflow => f.write_str("worker domain's worker ids pass the largest id"),
         }
     }
 }
@@ -92,7 +96,7 @@ impl fmt::Display for DomainStartError {
 impl std::error::Error for DomainStartError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Self::CapacityOverflow => None,
+            Self::CapacityOverflow | Self::WorkerIdOverflow => None,
             Self::Threads(error) => Some(error),
         }
     }
@@ -184,6 +188,10 @@ mod tests {
         assert_eq!(
             DomainStartError::CapacityOverflow.to_string(),
             "worker domain capacity overflows a usize"
+        );
+        assert_eq!(
+            DomainStartError::WorkerIdOverflow.to_string(),
+            "worker domain's worker ids pass the largest id"
         );
     }
 

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use dinah_core::{
     DomainId, RuntimeMetrics, TaskFailureKind, TaskId, TraceBuffer, TraceEvent, TraceEventKind,
-    TraceFullError, WorkerId,
+    TraceFullError,
 };
 
 /// Where a domain sends its trace events.
@@ -46,9 +46,10 @@ impl<const N: usize> TraceSink for TraceBuffer<N> {
 /// into.
 ///
 /// Share one `Arc<Instrumentation>` between domains to aggregate them;
-/// trace events carry their [`DomainId`] (and the [`WorkerId`] of the
-/// worker, numbered from 1 within the domain, for events that happen on a
-/// worker), plus the time since [`epoch`](Self::epoch).
+/// trace events carry their [`DomainId`] (and the [`WorkerId`](dinah_core::WorkerId) of the
+/// worker for events that happen on a worker: see
+/// [`DomainConfig::first_worker`](crate::DomainConfig::first_worker) for
+/// how workers are numbered), plus the time since [`epoch`](Self::epoch).
 ///
 /// # Examples
 ///
@@ -124,7 +125,7 @@ impl Instrumentation {
             .with_domain(domain)
             .with_time(dinah_core::Instant::from_nanos(nanos));
         if on_worker {
-            if let Some(worker) = current_worker() {
+            if let Some(worker) = super::worker::current() {
                 event = event.with_worker(worker);
             }
         }
@@ -174,13 +175,6 @@ impl Instrumentation {
         self.metrics.record_cancellation_requested();
         self.trace_event(TraceEventKind::CancellationRequested, domain, task, false);
     }
-}
-
-/// The worker the calling thread is, within its Rayon pool (numbered from
-/// 1), if it is one.
-fn current_worker() -> Option<WorkerId> {
-    let index = rayon::current_thread_index()?;
-    WorkerId::new(u64::try_from(index).ok()?.checked_add(1)?).ok()
 }
 
 impl Default for Instrumentation {
@@ -260,15 +254,5 @@ mod tests {
         assert_eq!(trace.len(), 1);
         assert_eq!(instrumentation.trace_rejected(), 2);
         assert_eq!(instrumentation.metrics().snapshot().submitted, 3);
-    }
-
-    #[test]
-    fn worker_ids_count_from_one() {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(1)
-            .build()
-            .unwrap();
-        assert_eq!(pool.install(current_worker), Some(WorkerId::MIN));
-        assert_eq!(current_worker(), None);
     }
 }

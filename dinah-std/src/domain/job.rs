@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use dinah_core::{
     CancelFlag, CancellationRequested, DomainId, TaskFailure, TaskFailureKind, TaskId, TaskOutcome,
+    WorkerId,
 };
 
 use super::DomainShared;
@@ -80,10 +81,20 @@ impl JobContext<'_> {
         self.domain
     }
 
-    /// The index (from 0) of the worker thread running the job.
+    /// The index (from 0) of the worker thread running the job, within its
+    /// domain's pool.
     #[must_use]
     pub fn worker_index(&self) -> Option<usize> {
         rayon::current_thread_index()
+    }
+
+    /// The [`WorkerId`] of the worker thread running the job (see
+    /// [`DomainConfig::first_worker`](crate::DomainConfig::first_worker)),
+    /// or `None` when the job runs elsewhere: an inline handler on a
+    /// runtime's owner thread.
+    #[must_use]
+    pub fn worker_id(&self) -> Option<WorkerId> {
+        super::worker::current()
     }
 
     /// Has cancellation of this job been requested? Does not acknowledge.

@@ -96,6 +96,35 @@ fn capacity_overflow_is_a_start_error() {
 }
 
 #[test]
+fn worker_ids_count_from_the_configured_first() {
+    let first = dinah_core::WorkerId::new(10).unwrap();
+    let config = DomainConfig::new(DomainId::MIN, NonZeroUsize::MIN, NonZeroUsize::MIN)
+        .with_first_worker(first);
+    let domain = Domain::start(config, None).unwrap();
+    let seen = domain
+        .try_submit(|ctx| Ok::<_, ()>((ctx.worker_id(), ctx.worker_index())))
+        .unwrap()
+        .join();
+    assert_eq!(seen, Ok((Some(first), Some(0))));
+    // The submitting thread is no worker.
+    assert_eq!(super::worker::current(), None);
+}
+
+#[test]
+fn worker_ids_past_the_largest_are_a_start_error() {
+    let config = DomainConfig::new(
+        DomainId::MIN,
+        NonZeroUsize::new(2).unwrap(),
+        NonZeroUsize::MIN,
+    )
+    .with_first_worker(dinah_core::WorkerId::MAX);
+    assert!(matches!(
+        Domain::start(config, None),
+        Err(DomainStartError::WorkerIdOverflow)
+    ));
+}
+
+#[test]
 fn workers_get_the_configured_names() {
     let config =
         DomainConfig::new(DomainId::MIN, NonZeroUsize::MIN, NonZeroUsize::MIN).with_name("named");

@@ -21,7 +21,7 @@ use super::registry::{Entry, Registry, Typed};
 use super::serve::Server;
 use super::{OwnerLink, OwnerWaker, Runtime};
 use crate::action::{Action, ActionError};
-use crate::domain::{Domain, DomainConfig, Instrumentation};
+use crate::domain::{Domain, DomainConfig, DomainStartError, Instrumentation};
 use crate::transport::{HandleConfig, TransportDriver, TransportHandle, TransportHello};
 
 /// The domain actions run in unless registered elsewhere: created with
@@ -201,8 +201,37 @@ impl RuntimeBuilder {
         A: Action,
         F: Fn(A) -> Result<A::Output, ActionError> + Send + Sync + 'static,
     {
-        let typed = Typed::<A, _>::new(move |action, _: &ActionContext<'_>| handler(action));
-        self.insert::<A>(domain, Arc::new(typed), true)
+        self.register_inline_with_context::<A, _>(domain, move |action, _| handler(action))
+    }
+
+    /// Registers an inline handler (see
+    /// [`register_inline`](Self::register_inline)) that also receives an
+    /// [`ActionContext`], the same one a pooled handler gets: the calling
+    /// rank, the request, the trace ID, the deadline, the cancellation flag
+    /// and a client.
+    ///
+    /// Two things differ because the handler runs on the owner thread. Its
+    /// [`worker`](ActionContext::worker) is `None`. And
+    /// [`is_cancelled`](ActionContext::is_cancelled) can only report a
+    /// cancellation that was requested before the handler started (a
+    /// shutdown that cancels running work), since the owner reads no cancel
+    /// frames while the handler runs. The client may start calls and
+    /// cancel them, but the handler must not wait for one: the owner thread
+    /// that would complete it is the one running the handler.
+    ///
+    /// # Errors
+    ///
+    /// As [`register_in`](Self::register_in).
+    pub fn register_inline_with_context<A, F>(
+        &mut self,
+        domain: DomainId,
+        handler: F,
+    ) -> Result<&mut Self, BuildError>
+    where
+        A: Action,
+        F: Fn(A, &ActionContext<'_>) -> Result<A::Output, ActionError> + Send + Sync + 'static,
+    {
+        self.insert::<A>(domain, Arc::new(Typed::<A, F>::new(handler)), true)
     }
 
     /// Registers `handler` for `A`: the one place entries are made.
@@ -382,14 +411,20 @@ impl RuntimeBuilder {
         let mut queues = Vec::with_capacity(domains.len());
         // Every job any domain can hold at once: each will answer once.
         let mut jobs = 0;
+        // Workers are numbered across the domains, in declaration order, so
+        // no two workers of this runtime share an ID.
+        let mut first_worker = Some(dinah_core::WorkerId::MIN);
         for (id, workers) in domains {
             let queue = NonZeroUsize::new(self.limits.max_action_queue as usize)
                 .unwrap_or(NonZeroUsize::MIN);
-            let config = DomainConfig::new(id, workers, queue).with_name(format!(
-                "dinah-{}-d{}",
-                rank.get(),
-                id.get()
-            ));
+            let first =
+                first_worker.ok_or(BuildError::Domain(DomainStartError::WorkerIdOverflow))?;
+            let config = DomainConfig::new(id, workers, queue)
+                .with_name(format!("dinah-{}-d{}", rank.get(), id.get()))
+                .with_first_worker(first);
+            first_worker = config
+                .last_worker()
+                .and_then(|last| dinah_core::WorkerId::new(last.get().checked_add(1)?).ok());
             // A domain holds at most its queue plus one job per worker, so
             // a completion slot reserved at admission always exists.
             let capacity = config

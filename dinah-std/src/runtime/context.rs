@@ -3,7 +3,7 @@
 use std::fmt;
 
 use dinah_core::wire::TraceId;
-use dinah_core::{ActionId, DomainId, Instant, Rank, RequestId};
+use dinah_core::{ActionId, DomainId, Instant, Rank, RequestId, WorkerId};
 
 use super::client::RuntimeClient;
 use crate::action::ActionError;
@@ -46,6 +46,13 @@ impl ActionContext<'_> {
     /// The domain running it.
     pub fn domain(&self) -> DomainId {
         self.domain
+    }
+
+    /// The worker running the handler, numbered uniquely across this
+    /// runtime's domains; `None` for an inline handler, which runs on the
+    /// owner thread.
+    pub fn worker(&self) -> Option<WorkerId> {
+        self.job.and_then(JobContext::worker_id)
     }
 
     /// The trace ID the caller gave the call
