@@ -42,10 +42,9 @@ fn transport_hello() -> TransportHello {
 }
 
 fn config() -> TcpConfig {
-    let mut config = TcpConfig::default();
-    config.hello_timeout = Duration::from_millis(300);
-    config.setup_timeout = PATIENCE;
-    config
+    TcpConfig::default()
+        .with_hello_timeout(Duration::from_millis(300))
+        .with_setup_timeout(PATIENCE)
 }
 
 /// The hello a legitimate `rank` of a world of `size` sends on `channel`.
@@ -589,8 +588,7 @@ fn a_dialler_refuses_a_listener_that_answers_wrongly() {
 #[test]
 fn a_dialler_gives_up_on_a_silent_listener_at_the_deadline() {
     let (one, fake) = fake_listener(|_, _| {});
-    let mut config = config();
-    config.setup_timeout = Duration::from_millis(300);
+    let config = config().with_setup_timeout(Duration::from_millis(300));
     let error = TcpTransport::connect_with(one, transport_hello(), config).unwrap_err();
     assert!(
         matches!(error, TcpError::HelloTimeout { peer: Some(_), .. }),

@@ -493,9 +493,9 @@ fn a_graceful_shutdown_drains_every_peer_after_its_frames() {
 
 #[test]
 fn back_pressure_is_a_typed_refusal_and_memory_stays_bounded() {
-    let mut config = TcpConfig::default();
-    config.inbox_frames = 8;
-    config.write_queue_bytes = 512 << 10;
+    let config = TcpConfig::default()
+        .with_inbox_frames(8)
+        .with_write_queue_bytes(512 << 10);
     let budget = 4 << 20;
     let handle = HandleConfig {
         action_queue: 256,
@@ -549,8 +549,7 @@ fn back_pressure_is_a_typed_refusal_and_memory_stays_bounded() {
 
 #[test]
 fn close_reports_what_it_discarded() {
-    let mut config = TcpConfig::default();
-    config.inbox_frames = 2;
+    let config = TcpConfig::default().with_inbox_frames(2);
     let mut nodes = connect(2, config, roomy());
     let (zero, one) = (nodes[0].rank(), nodes[1].rank());
     for seq in 0..64 {
@@ -606,8 +605,7 @@ fn a_rank_can_send_to_itself() {
 #[test]
 fn set_up_times_out_when_a_rank_never_comes() {
     let world = WorldSize::new(3).unwrap();
-    let mut config = TcpConfig::default();
-    config.setup_timeout = Duration::from_millis(300);
+    let config = TcpConfig::default().with_setup_timeout(Duration::from_millis(300));
     let mut members = Membership::loopback(world).unwrap();
     // Only rank 1 shows up: rank 0 is bound but silent, rank 2 absent.
     let one = members.remove(1);
@@ -627,8 +625,7 @@ fn set_up_times_out_when_a_rank_never_comes() {
 #[test]
 fn set_up_fails_when_a_lower_rank_refuses_connections() {
     let world = WorldSize::new(2).unwrap();
-    let mut config = TcpConfig::default();
-    config.setup_timeout = Duration::from_millis(300);
+    let config = TcpConfig::default().with_setup_timeout(Duration::from_millis(300));
     let mut members = Membership::loopback(world).unwrap();
     // Rank 0's port is closed: every dial is refused until the deadline.
     drop(members.remove(0));

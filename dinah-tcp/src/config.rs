@@ -7,10 +7,13 @@ use std::time::Duration;
 /// How the TCP transport sets up its connections and how much it buffers.
 ///
 /// The defaults suit a run on one machine or a cluster network; every
-/// field is documented with its default. Build one with
-/// [`TcpConfig::default`] and change fields; [`TcpConfig::validate`] (also
-/// run by [`TcpTransport::connect_with`](crate::TcpTransport::connect_with))
-/// refuses zero sizes and inconsistent timeouts.
+/// field is documented with its default. Start from
+/// [`TcpConfig::default`] (or [`TcpConfig::DEFAULT`] in a `const`) and
+/// change what you need with the chained `with_*` methods, one per field;
+/// the fields stay public, so assigning them works too.
+/// [`TcpConfig::validate`] (also run by
+/// [`TcpTransport::connect_with`](crate::TcpTransport::connect_with))
+/// refuses zero sizes and inconsistent timeouts; the setters do not check.
 ///
 /// # Examples
 ///
@@ -18,10 +21,14 @@ use std::time::Duration;
 /// use std::time::Duration;
 /// use dinah_tcp::TcpConfig;
 ///
-/// let mut config = TcpConfig::default();
-/// config.setup_timeout = Duration::from_secs(5);
-/// config.hello_timeout = Duration::from_millis(500);
+/// let config = TcpConfig::default()
+///     .with_setup_timeout(Duration::from_secs(5))
+///     .with_hello_timeout(Duration::from_millis(500));
 /// config.validate()?;
+///
+/// // The setters are `const`, so a configuration can be a constant.
+/// const NO_KEEPALIVE: TcpConfig = TcpConfig::DEFAULT.with_keepalive(None);
+/// assert_eq!(NO_KEEPALIVE.keepalive, None);
 /// # Ok::<(), dinah_tcp::TcpError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,6 +95,136 @@ impl TcpConfig {
         keepalive: Some(Duration::from_secs(30)),
         blocked_write_retry: Duration::from_micros(200),
     };
+
+    /// Sets [`connect_timeout`](Self::connect_timeout): the longest one
+    /// connection attempt may take.
+    ///
+    /// Refused attempts are retried with back-off until
+    /// [`setup_timeout`](Self::setup_timeout). Default: 1 s.
+    #[must_use]
+    pub const fn with_connect_timeout(mut self, connect_timeout: Duration) -> Self {
+        self.connect_timeout = connect_timeout;
+        self
+    }
+
+    /// Sets [`backoff_min`](Self::backoff_min): the first pause between two
+    /// connection attempts to the same peer.
+    ///
+    /// The pause doubles after each failure, up to
+    /// [`backoff_max`](Self::backoff_max). Default: 2 ms.
+    #[must_use]
+    pub const fn with_backoff_min(mut self, backoff_min: Duration) -> Self {
+        self.backoff_min = backoff_min;
+        self
+    }
+
+    /// Sets [`backoff_max`](Self::backoff_max): the longest pause between
+    /// two connection attempts.
+    ///
+    /// [`validate`](Self::validate) refuses a value below
+    /// [`backoff_min`](Self::backoff_min). Default: 250 ms.
+    #[must_use]
+    pub const fn with_backoff_max(mut self, backoff_max: Duration) -> Self {
+        self.backoff_max = backoff_max;
+        self
+    }
+
+    /// Sets [`setup_timeout`](Self::setup_timeout): the deadline of the
+    /// whole set-up.
+    ///
+    /// Every connection to every peer must be established and handshaken by
+    /// then. Default: 30 s.
+    #[must_use]
+    pub const fn with_setup_timeout(mut self, setup_timeout: Duration) -> Self {
+        self.setup_timeout = setup_timeout;
+        self
+    }
+
+    /// Sets [`hello_timeout`](Self::hello_timeout): how long an accepted
+    /// connection may take to send its hello.
+    ///
+    /// A connection that is silent for longer is dropped on its own timer,
+    /// without holding up the others. Default: 5 s.
+    #[must_use]
+    pub const fn with_hello_timeout(mut self, hello_timeout: Duration) -> Self {
+        self.hello_timeout = hello_timeout;
+        self
+    }
+
+    /// Sets [`inbox_frames`](Self::inbox_frames): how many frames this rank
+    /// sent to itself may wait to be handed over.
+    ///
+    /// The next one waits in the handle. Default: 1024.
+    #[must_use]
+    pub const fn with_inbox_frames(mut self, inbox_frames: usize) -> Self {
+        self.inbox_frames = inbox_frames;
+        self
+    }
+
+    /// Sets [`write_queue_frames`](Self::write_queue_frames): how many
+    /// frames taken from the handle for one connection may wait to be
+    /// written.
+    ///
+    /// When a connection is this far behind, its lane's next frame waits in
+    /// the handle. Default: 1024.
+    #[must_use]
+    pub const fn with_write_queue_frames(mut self, write_queue_frames: usize) -> Self {
+        self.write_queue_frames = write_queue_frames;
+        self
+    }
+
+    /// Sets [`write_queue_bytes`](Self::write_queue_bytes): how many bytes
+    /// taken from the handle for one connection may wait to be written.
+    ///
+    /// An empty queue always takes the next frame, however large. Default:
+    /// 4 MiB.
+    #[must_use]
+    pub const fn with_write_queue_bytes(mut self, write_queue_bytes: u64) -> Self {
+        self.write_queue_bytes = write_queue_bytes;
+        self
+    }
+
+    /// Sets [`write_batch_bytes`](Self::write_batch_bytes): the most bytes
+    /// one vectored `write` gathers.
+    ///
+    /// Default: 256 KiB.
+    #[must_use]
+    pub const fn with_write_batch_bytes(mut self, write_batch_bytes: usize) -> Self {
+        self.write_batch_bytes = write_batch_bytes;
+        self
+    }
+
+    /// Sets [`read_buffer_bytes`](Self::read_buffer_bytes): the size of
+    /// each connection's read buffer.
+    ///
+    /// Larger payload chunks are read straight into the frame being
+    /// assembled. Default: 64 KiB.
+    #[must_use]
+    pub const fn with_read_buffer_bytes(mut self, read_buffer_bytes: usize) -> Self {
+        self.read_buffer_bytes = read_buffer_bytes;
+        self
+    }
+
+    /// Sets [`keepalive`](Self::keepalive): the TCP keep-alive idle time
+    /// before the first probe.
+    ///
+    /// `None` leaves keep-alive off. Default: 30 s (`Some`).
+    #[must_use]
+    pub const fn with_keepalive(mut self, keepalive: Option<Duration>) -> Self {
+        self.keepalive = keepalive;
+        self
+    }
+
+    /// Sets [`blocked_write_retry`](Self::blocked_write_retry): the longest
+    /// wait before retrying a write that found the socket full.
+    ///
+    /// The first retry comes after 5 µs and the wait doubles up to this
+    /// while the socket stays full. Default: 200 µs.
+    #[must_use]
+    pub const fn with_blocked_write_retry(mut self, blocked_write_retry: Duration) -> Self {
+        self.blocked_write_retry = blocked_write_retry;
+        self
+    }
 
     /// Checks every field.
     ///
@@ -189,6 +326,156 @@ mod tests {
         assert_eq!(TcpConfig::default(), TcpConfig::DEFAULT);
     }
 
+    /// Each setter, applied to the defaults, must give exactly the defaults
+    /// with its own field changed: a setter that wrote another field (or
+    /// none) fails here.
+    #[test]
+    fn each_setter_sets_its_own_field_only() {
+        let base = TcpConfig::DEFAULT;
+        let secs = Duration::from_secs;
+        let cases = [
+            (
+                "connect_timeout",
+                base.with_connect_timeout(secs(7)),
+                TcpConfig {
+                    connect_timeout: secs(7),
+                    ..base
+                },
+            ),
+            (
+                "backoff_min",
+                base.with_backoff_min(secs(8)),
+                TcpConfig {
+                    backoff_min: secs(8),
+                    ..base
+                },
+            ),
+            (
+                "backoff_max",
+                base.with_backoff_max(secs(9)),
+                TcpConfig {
+                    backoff_max: secs(9),
+                    ..base
+                },
+            ),
+            (
+                "setup_timeout",
+                base.with_setup_timeout(secs(10)),
+                TcpConfig {
+                    setup_timeout: secs(10),
+                    ..base
+                },
+            ),
+            (
+                "hello_timeout",
+                base.with_hello_timeout(secs(11)),
+                TcpConfig {
+                    hello_timeout: secs(11),
+                    ..base
+                },
+            ),
+            (
+                "inbox_frames",
+                base.with_inbox_frames(12),
+                TcpConfig {
+                    inbox_frames: 12,
+                    ..base
+                },
+            ),
+            (
+                "write_queue_frames",
+                base.with_write_queue_frames(13),
+                TcpConfig {
+                    write_queue_frames: 13,
+                    ..base
+                },
+            ),
+            (
+                "write_queue_bytes",
+                base.with_write_queue_bytes(14),
+                TcpConfig {
+                    write_queue_bytes: 14,
+                    ..base
+                },
+            ),
+            (
+                "write_batch_bytes",
+                base.with_write_batch_bytes(15),
+                TcpConfig {
+                    write_batch_bytes: 15,
+                    ..base
+                },
+            ),
+            (
+                "read_buffer_bytes",
+                base.with_read_buffer_bytes(16),
+                TcpConfig {
+                    read_buffer_bytes: 16,
+                    ..base
+                },
+            ),
+            (
+                "keepalive",
+                base.with_keepalive(None),
+                TcpConfig {
+                    keepalive: None,
+                    ..base
+                },
+            ),
+            (
+                "blocked_write_retry",
+                base.with_blocked_write_retry(secs(17)),
+                TcpConfig {
+                    blocked_write_retry: secs(17),
+                    ..base
+                },
+            ),
+        ];
+        for (field, built, expected) in cases {
+            // The new value differs from the default, so a setter that
+            // does nothing cannot pass.
+            assert_ne!(built, base, "{field}: the setter changed nothing");
+            assert_eq!(built, expected, "{field}");
+        }
+    }
+
+    /// Chaining every setter gives the configuration written out field by
+    /// field. The literal names every field without `..`, so a field added
+    /// later does not compile here until this test (and its setter) covers
+    /// it.
+    #[test]
+    fn chained_setters_set_every_field() {
+        let chained = TcpConfig::default()
+            .with_connect_timeout(Duration::from_millis(101))
+            .with_backoff_min(Duration::from_millis(102))
+            .with_backoff_max(Duration::from_millis(103))
+            .with_setup_timeout(Duration::from_millis(104))
+            .with_hello_timeout(Duration::from_millis(105))
+            .with_inbox_frames(106)
+            .with_write_queue_frames(107)
+            .with_write_queue_bytes(108)
+            .with_write_batch_bytes(109)
+            .with_read_buffer_bytes(110)
+            .with_keepalive(Some(Duration::from_millis(111)))
+            .with_blocked_write_retry(Duration::from_millis(112));
+        let written_out = TcpConfig {
+            connect_timeout: Duration::from_millis(101),
+            backoff_min: Duration::from_millis(102),
+            backoff_max: Duration::from_millis(103),
+            setup_timeout: Duration::from_millis(104),
+            hello_timeout: Duration::from_millis(105),
+            inbox_frames: 106,
+            write_queue_frames: 107,
+            write_queue_bytes: 108,
+            write_batch_bytes: 109,
+            read_buffer_bytes: 110,
+            keepalive: Some(Duration::from_millis(111)),
+            blocked_write_retry: Duration::from_millis(112),
+        };
+        assert_eq!(chained, written_out);
+        assert!(chained.validate().is_ok());
+    }
+
     #[test]
     fn each_bad_field_is_named() {
         type Spoil = fn(&mut TcpConfig);
@@ -221,10 +508,7 @@ mod tests {
                 "{field}: {error}"
             );
         }
-        let off = TcpConfig {
-            keepalive: None,
-            ..TcpConfig::default()
-        };
+        let off = TcpConfig::default().with_keepalive(None);
         assert!(off.validate().is_ok());
     }
 }
