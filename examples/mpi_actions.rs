@@ -4,9 +4,14 @@
 //! Rank 0 counts the primes below 5,000,000 by handing 100,000-wide ranges
 //! to every rank (itself included), sends 8 MiB of data in 512 KiB chunks
 //! to be summed (sum of squares, wrapping), and compares both results with
-//! a sequential computation. It then shows a deadline that expires (the
-//! remote handler sees the cancellation), a call cancelled by dropping its
-//! future, and every rank prints its statistics and shutdown report.
+//! a sequential computation (the prime count also with its known value). It
+//! then shows a deadline that expires (the remote handler sees the
+//! cancellation), a call cancelled by dropping its future, and every rank
+//! prints its statistics and shutdown report.
+//!
+//! A wrong answer or a failed call makes rank 0 abort the job, so `mpirun`
+//! exits non-zero: the `mpi` CI lane runs this example under 4 ranks and
+//! checks exactly that.
 //!
 //! ```sh
 //! cargo xtask demo --mpi
@@ -23,6 +28,7 @@ use std::time::{Duration, Instant};
 
 use dinah::core::{DomainId, ProtocolLimits, Rank, RuntimeLimits};
 use dinah::mpi::MpiTransport;
+use dinah::mpi::mpi::traits::Communicator;
 use dinah::mpi::mpi::{self, Threading};
 use dinah::std::{
     Action, ActionError, CodecError, Runtime, RuntimeError, SegmentReader, SegmentWriter,
@@ -33,6 +39,9 @@ type BoxError = Box<dyn std::error::Error>;
 
 const RUN_ID: u64 = 0x4d50_4900_0000_0001;
 const PRIME_LIMIT: u64 = 5_000_000;
+/// The number of primes below `PRIME_LIMIT`, known independently of the
+/// sieve below.
+const PRIMES_BELOW_LIMIT: u64 = 348_513;
 const PRIME_CHUNK: u64 = 100_000;
 const DATA_WORDS: usize = 1 << 20;
 const DATA_CHUNK: usize = 64 * 1024;
@@ -104,6 +113,10 @@ fn main() -> Result<(), BoxError> {
     };
     if let Err(error) = &outcome {
         println!("rank {}: failed: {error}", me.get());
+        // The other ranks serve until rank 0 tells them to finish, which it
+        // now never will: end the whole job at once with a non-zero status
+        // rather than wait for them in shutdown and `MPI_Finalize`.
+        world.abort(1);
     }
     println!("rank {} stats: {}", me.get(), runtime.stats());
     let report = runtime.shutdown(Duration::from_secs(30));
@@ -208,6 +221,10 @@ fn lead(runtime: &mut Runtime) -> Result<(), BoxError> {
         "primes below {PRIME_LIMIT}: {distributed} over {} rank(s) in {took:.2?}, {sequential} sequentially",
         world.get()
     );
+    check(
+        sequential == PRIMES_BELOW_LIMIT,
+        "the sequential prime count is wrong",
+    )?;
     check(
         distributed == sequential,
         "the distributed prime count differs",

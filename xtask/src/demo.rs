@@ -11,6 +11,7 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 
 use crate::cmd::Cmd;
+use crate::lanes::LaneRun;
 use crate::mpi;
 use crate::project_root;
 
@@ -30,9 +31,6 @@ const TCP_RUN_LIMIT: Duration = Duration::from_secs(120);
 
 /// A cold release build of the workspace on a small machine.
 const BUILD_LIMIT: Duration = Duration::from_secs(30 * 60);
-
-/// The MPI demo, run under `mpirun -n 4`.
-const MPI_DEMO: &str = "mpi_actions";
 
 /// Parsed `demo` arguments.
 #[derive(Debug, Default)]
@@ -62,29 +60,14 @@ fn example_exists(name: &str) -> bool {
 
 pub(crate) fn run(args: &DemoArgs) -> Result<()> {
     if args.mpi {
-        if !example_exists(MPI_DEMO) {
+        if !example_exists(mpi::EXAMPLE) {
             bail!(
-                "the MPI demo (examples/{MPI_DEMO}.rs) has not landed yet; see the MPI transport issue"
+                "examples/{}.rs is missing: the MPI demo cannot run without it",
+                mpi::EXAMPLE
             );
         }
-        mpi::require_toolchain(LANE)?;
-        // Cargo names the executable (it honours CARGO_TARGET_DIR).
-        let json = Cmd::new(LANE, "cargo")
-            .args([
-                "build",
-                "--release",
-                "--features",
-                "mpi",
-                "--example",
-                MPI_DEMO,
-                "--message-format=json",
-            ])
-            .read()?;
-        let exe = mpi::executable_from_json(&json, MPI_DEMO)?;
-        return mpi::mpirun(LANE, 4)
-            .arg(exe)
-            .timeout(std::time::Duration::from_secs(300))
-            .run();
+        // The same build and run as the `mpi` CI lane's, in release.
+        return mpi::run_example(&LaneRun::new(LANE, BUILD_LIMIT), mpi::Profile::Release);
     }
     run_tcp_demo()
 }

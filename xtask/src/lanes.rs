@@ -131,7 +131,7 @@ pub(crate) const ALL: &[Lane] = &[
     },
     Lane {
         name: "mpi",
-        what: "MPI tests under mpirun at 1, 2 and 4 ranks",
+        what: "MPI tests under mpirun at 1, 2 and 4 ranks, then the MPI example at 4",
         limit: minutes(20),
         run: mpi_lane,
     },
@@ -448,7 +448,10 @@ pub(crate) fn target_dir() -> PathBuf {
 }
 
 fn mpi_lane(lane: &LaneRun) -> Result<()> {
-    mpi::run_tests(lane)
+    mpi::run_tests(lane)?;
+    // Unoptimised: it reuses the build of dinah with `mpi` the tests just
+    // made, and the example is quick without optimisation too.
+    mpi::run_example(lane, mpi::Profile::Dev)
 }
 
 fn bench_smoke(lane: &LaneRun) -> Result<()> {

@@ -3,8 +3,9 @@
 //! MPI test targets are the root `tests/mpi_*.rs` files: `harness = false`
 //! programs with their own `main` (one `MPI_Init` per process, every case in
 //! order on every rank). The `mpi` lane builds each and runs it at the world
-//! sizes in [`WORLD_SIZES`]; a non-zero exit of any rank makes `mpirun` exit
-//! non-zero and fails the lane.
+//! sizes in [`WORLD_SIZES`], then runs the MPI example ([`EXAMPLE`]) at
+//! [`EXAMPLE_RANKS`] ranks, as `cargo xtask demo --mpi` does; a non-zero exit
+//! of any rank makes `mpirun` exit non-zero and fails the lane.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -19,7 +20,13 @@ use crate::setup::{apt_hint, have_libclang, have_mpi};
 /// The world sizes every MPI test runs at.
 pub(crate) const WORLD_SIZES: &[u32] = &[1, 2, 4];
 
-/// The limit for one `mpirun` of one test program.
+/// The MPI example: `examples/mpi_actions.rs`.
+pub(crate) const EXAMPLE: &str = "mpi_actions";
+
+/// The world size the MPI example runs at.
+pub(crate) const EXAMPLE_RANKS: u32 = 4;
+
+/// The limit for one `mpirun` of one program.
 const PER_RUN_LIMIT: Duration = Duration::from_secs(180);
 
 /// Fails with an install hint unless OpenMPI and libclang are present.
@@ -117,6 +124,41 @@ pub(crate) fn executable_from_json(json: &str, name: &str) -> Result<PathBuf> {
         .with_context(|| format!("cargo reported no executable for test `{name}`"))
 }
 
+/// The cargo profile the MPI example is built in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Profile {
+    /// `dev`: the same build of dinah with `mpi` as the test programs.
+    Dev,
+    /// `release`: what a user runs.
+    Release,
+}
+
+/// Builds [`EXAMPLE`] with the `mpi` feature in `profile` and runs it under
+/// `mpirun -n` [`EXAMPLE_RANKS`]. The example checks its own answers and
+/// exits non-zero on a wrong one or a failed call; that exit, or a run
+/// longer than the per-run limit, is an error.
+pub(crate) fn run_example(lane: &LaneRun, profile: Profile) -> Result<()> {
+    require_toolchain(lane.name())?;
+    let mut build = lane.cargo([
+        "build",
+        "--features",
+        "mpi",
+        "--example",
+        EXAMPLE,
+        "--message-format=json",
+    ]);
+    if profile == Profile::Release {
+        build = build.arg("--release");
+    }
+    // Cargo names the executable (it honours CARGO_TARGET_DIR).
+    let exe = executable_from_json(&build.read()?, EXAMPLE)?;
+    println!("--- {EXAMPLE} at {EXAMPLE_RANKS} ranks");
+    mpirun(lane.name(), EXAMPLE_RANKS)
+        .arg(exe)
+        .timeout(PER_RUN_LIMIT)
+        .run()
+}
+
 pub(crate) fn run_tests(lane: &LaneRun) -> Result<()> {
     require_toolchain(lane.name())?;
     let names = test_names()?;
@@ -161,6 +203,14 @@ mod tests {
             PathBuf::from("/t/mpi_smoke-2")
         );
         assert!(executable_from_json(json, "missing").is_err());
+    }
+
+    #[test]
+    fn the_mpi_example_exists() {
+        let path = project_root()
+            .join("examples")
+            .join(format!("{EXAMPLE}.rs"));
+        assert!(path.is_file(), "{} is missing", path.display());
     }
 
     #[test]
