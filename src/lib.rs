@@ -12,6 +12,23 @@
 //! | [`std`] | `dinah-std` | executor, scheduler, domains, runtime |
 //! | `tcp` (feature `tcp`, default) | `dinah-tcp` | TCP transport and launcher |
 //! | `mpi` (feature `mpi`) | `dinah-mpi` | MPI transport |
+//!
+//! With the `derive` feature (default), `dinah::std::{WireValue, Action}`
+//! are also the derive macros that declare an action:
+//!
+//! ```
+//! # #[cfg(feature = "derive")] {
+//! use dinah::std::{Action, WireValue};
+//!
+//! /// Doubles a number on the target rank.
+//! #[derive(WireValue, Action)]
+//! #[action(name = "app.Double/1", output = u64)]
+//! struct Double(u64);
+//!
+//! assert_eq!(Double::ID, dinah::std::action_id("app.Double/1"));
+//! # let _ = Double(1);
+//! # }
+//! ```
 #![deny(missing_docs)]
 #![doc(test(attr(deny(warnings))))]
 

@@ -5,11 +5,44 @@
 //! and decode from a sequence of byte **segments** (the frame's payload).
 //! dinah ships codecs for the primitive types, `String`, packed numeric
 //! vectors (`Vec<u8>`, `Vec<u64>`, `Vec<f64>`, ...), `Option` and tuples up
-//! to eight elements, so most actions are plain structs whose codec is a
-//! few lines:
+//! to eight elements. With the `derive` feature (on by default) a struct
+//! or enum of such fields gets both traits from derives:
 //!
 //! ```
-//! use dinah_std::{Action, CodecError, SegmentReader, SegmentWriter, WireValue, schema_id};
+//! # #[cfg(feature = "derive")] {
+//! use dinah_std::{Action, SegmentReader, SegmentWriter, WireValue};
+//!
+//! /// Adds two numbers on the target rank.
+//! #[derive(WireValue, Action)]
+//! #[wire(name = "example.Add/1")]
+//! #[action(name = "example.Add/1", output = u64)]
+//! struct Add {
+//!     left: u64,
+//!     right: u64,
+//! }
+//!
+//! // What a transport carries: two segments of eight bytes.
+//! let mut out = SegmentWriter::new();
+//! Add { left: 2, right: 3 }.encode(&mut out)?;
+//! assert_eq!(out.len(), 2);
+//! let back = Add::decode(&mut SegmentReader::from_writer(&out))?;
+//! assert_eq!(back.left + back.right, 5);
+//! assert_eq!(Add::ID, dinah_std::action_id("example.Add/1"));
+//! # }
+//! # Ok::<(), dinah_std::CodecError>(())
+//! ```
+//!
+//! A struct encodes as its fields in declaration order; an enum as a
+//! one-byte tag (the variant's position) followed by that variant's fields.
+//! The derived `SCHEMA_ID` digests the name and the field layout, so any
+//! change to either gives a new ID. `docs/actions.md` states the rules.
+//!
+//! The same by hand, for a type that needs its own encoding:
+//!
+//! ```
+//! use dinah_std::{
+//!     Action, CodecError, SegmentReader, SegmentWriter, WireValue, action_id, schema_id,
+//! };
 //!
 //! /// Adds two numbers on the target rank.
 //! struct Add {
@@ -29,14 +62,12 @@
 //! }
 //!
 //! impl Action for Add {
-//!     const ID: u128 = 0x00ad_d000_0000_0000_0000_0000_0000_0001;
+//!     const ID: u128 = action_id("example.Add/1");
 //!     type Output = u64;
 //! }
 //!
-//! // What a transport carries: two segments of eight bytes.
 //! let mut out = SegmentWriter::new();
 //! Add { left: 2, right: 3 }.encode(&mut out)?;
-//! assert_eq!(out.len(), 2);
 //! let back = Add::decode(&mut SegmentReader::from_writer(&out))?;
 //! assert_eq!(back.left + back.right, 5);
 //! # Ok::<(), CodecError>(())
@@ -44,9 +75,11 @@
 //!
 //! `SCHEMA_ID`s name the encoding: two ranks agree on an action only if its
 //! ID, input schema and output schema agree (the registry fingerprint
-//! checks this during the handshake). Change the schema ID whenever the
-//! encoding changes.
+//! checks this during the handshake). A hand-written codec must change its
+//! schema ID whenever its encoding changes; a derived one does so itself.
 
+#[doc(hidden)]
+pub mod __derive;
 mod error;
 mod primitives;
 mod segments;
@@ -105,6 +138,29 @@ pub const fn schema_id(name: &str) -> u64 {
     combine_schema(FNV_OFFSET, name.as_bytes())
 }
 
+/// A stable non-zero action ID for `name`: 128-bit FNV-1a of the UTF-8
+/// bytes, with zero mapped to one. Usable in `const` items; it is what
+/// `#[derive(Action)]` puts in [`Action::ID`].
+///
+/// ```
+/// const ID: u128 = dinah_std::action_id("app.CountHits/1");
+/// assert_eq!(ID, 0xed93_de89_1fc3_42e7_9351_82ea_f092_c0d7);
+/// ```
+pub const fn action_id(name: &str) -> u128 {
+    let bytes = name.as_bytes();
+    let mut state = FNV128_OFFSET;
+    let mut i = 0;
+    while i < bytes.len() {
+        state ^= bytes[i] as u128;
+        state = state.wrapping_mul(FNV128_PRIME);
+        i += 1;
+    }
+    if state == 0 { 1 } else { state }
+}
+
+const FNV128_OFFSET: u128 = 0x6c62_272e_07bb_0142_62b8_2175_6295_c58d;
+const FNV128_PRIME: u128 = 0x0000_0000_0100_0000_0000_0000_0000_013b;
+
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0100_0000_01b3;
 
@@ -145,5 +201,21 @@ mod tests {
             composite_schema("tuple", &[1, 2]),
             composite_schema("tuple", &[2, 1])
         );
+    }
+
+    #[test]
+    fn action_ids_have_golden_values() {
+        // The published FNV-1a 128 test vectors, and a typical name.
+        assert_eq!(action_id(""), FNV128_OFFSET);
+        assert_eq!(action_id("a"), 0xd228_cb69_6f1a_8caf_7891_2b70_4e4a_8964);
+        assert_eq!(
+            action_id("foobar"),
+            0x343e_1662_793c_64bf_6f0d_3597_ba44_6f18
+        );
+        assert_eq!(
+            action_id("app.CountHits/1"),
+            0xed93_de89_1fc3_42e7_9351_82ea_f092_c0d7
+        );
+        assert_ne!(action_id("app.X/1"), action_id("app.X/2"));
     }
 }

@@ -7,9 +7,18 @@
 //! the transport. The [`transport`] module holds the transport contract
 //! ([`transport::TransportDriver`] and [`transport::TransportHandle`]) and
 //! the in-memory fault-injecting transport ([`transport::memory`]).
-//! `docs/architecture.md` explains how the pieces fit together.
+//! With the `derive` feature (default), `#[derive(WireValue, Action)]`
+//! writes an action's codec and identity (see the
+//! [`WireValue`](derive@WireValue) derive). `docs/architecture.md` explains
+//! how the pieces fit together.
 #![deny(missing_docs)]
 #![doc(test(attr(deny(warnings))))]
+
+// The derives name this crate `::dinah_std` (they cannot know they expand
+// inside it); this makes that path resolve in its own unit tests too.
+// Integration tests and doctests see the crate under that name anyway.
+#[cfg(all(test, feature = "derive"))]
+extern crate self as dinah_std;
 
 mod action;
 mod cancel;
@@ -29,3 +38,8 @@ pub use executor::*;
 pub use runtime::*;
 pub use scheduler::*;
 pub use shared::*;
+
+// The derive macros live in the macro namespace, beside the traits of the
+// same names, so one `use` brings in both.
+#[cfg(feature = "derive")]
+pub use dinah_macros::{Action, WireValue};

@@ -11,6 +11,7 @@ const MEMBERS: &[&str] = &[
     "dinah-std",
     "dinah-tcp",
     "dinah-mpi",
+    "dinah-macros",
     "xtask",
 ];
 
@@ -21,6 +22,7 @@ const LIBRARIES: &[&str] = &[
     "dinah-std/src/lib.rs",
     "dinah-tcp/src/lib.rs",
     "dinah-mpi/src/lib.rs",
+    "dinah-macros/src/lib.rs",
 ];
 
 fn read(path: impl AsRef<Path>) -> String {
