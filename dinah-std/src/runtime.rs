@@ -49,6 +49,7 @@ mod owner;
 mod registry;
 mod serve;
 mod stats;
+mod thread;
 
 use std::fmt;
 use std::future::Future;
@@ -59,7 +60,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
 pub use builder::{DEFAULT_DOMAIN, RuntimeBuilder};
-pub use caller::{RemoteFuture, Scope, ScopedFuture, SpawnOptions};
+pub use caller::{CallSet, CallSetFull, RemoteFuture, Scope, ScopedFuture, SpawnOptions};
 pub(crate) use client::OwnerLink;
 pub use client::RuntimeClient;
 pub use clock::{SharedClock, StdClock};
@@ -67,6 +68,7 @@ pub use context::ActionContext;
 pub use error::{BuildError, FailureKind, RuntimeError, Side};
 pub use owner::{Progress, ShutdownReport, ShutdownTimeout};
 pub use stats::{CancelsDropped, RuntimeStats, ServeStats};
+pub use thread::{RuntimeThread, RuntimeThreadError};
 
 use crate::transport::{TransportDriver, TransportEvent, Wakeup};
 use caller::CallInfo;

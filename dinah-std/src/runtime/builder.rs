@@ -247,6 +247,12 @@ impl RuntimeBuilder {
         Ok(self)
     }
 
+    /// The runtime limits the runtime will be built with.
+    #[must_use]
+    pub fn limits(&self) -> &RuntimeLimits {
+        &self.limits
+    }
+
     /// Uses `clock` instead of the system's monotonic clock (simulations
     /// with logical time, tests).
     pub fn clock(&mut self, clock: SharedClock) -> &mut Self {
