@@ -36,7 +36,7 @@ use handle::JobSlot;
 pub(crate) use handle::{CancelTarget, JobCore};
 pub(crate) use job::CompletionSink;
 use job::{CompletionJob, HandleJob};
-pub(crate) use job::{QueuedJob, Work, execute};
+pub(crate) use job::{QueuedJob, Work, execute, run_detached};
 use shutdown::Roster;
 pub(crate) use spare_jobs::SpareJobs;
 use wait::{AdaptiveSpin, Pace};

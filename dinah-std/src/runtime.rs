@@ -35,6 +35,7 @@
 //! # }
 //! ```
 
+mod barrier;
 mod builder;
 mod caller;
 mod client;
@@ -201,14 +202,31 @@ impl Runtime {
         }
     }
 
+    /// Waits, progressing this rank, until every rank of the world has
+    /// called `barrier`, or fails after `timeout`: see
+    /// [`RuntimeClient::barrier`], which this drives with
+    /// [`block_on`](Self::block_on).
+    ///
+    /// # Errors
+    ///
+    /// As [`RuntimeClient::barrier`].
+    pub fn barrier(&mut self, timeout: Duration) -> Result<(), RuntimeError> {
+        let client = self.client();
+        self.block_on(client.barrier(timeout))
+    }
+
     /// Waits on the driver until something may have happened, at most until
     /// the next deadline (or [`MAX_IDLE`]).
     fn idle(&mut self) {
         let now = self.hub.clock.now();
-        let next = [self.hub.calls.next_deadline(), self.server.next_expiry()]
-            .into_iter()
-            .flatten()
-            .min();
+        let next = [
+            self.hub.calls.next_deadline(),
+            self.server.next_expiry(),
+            self.hub.barriers.deadline(),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
         let timeout = next.map_or(MAX_IDLE, |at| {
             at.saturating_duration_since(now).min(MAX_IDLE)
         });

@@ -531,6 +531,7 @@ pub(crate) const CASES: &[(&str, Case)] = &[
         many_threads_no_false_refusals,
     ),
     ("cancel_overtaking_a_burst", cancel_overtaking_a_burst),
+    ("runtime_barrier", runtime_barrier),
     ("clean_shutdown", clean_shutdown),
     ("shutdown_timeout", shutdown_timeout),
 ];
@@ -559,6 +560,7 @@ macro_rules! conformance_tests {
             control_under_saturation,
             many_threads_no_false_refusals,
             cancel_overtaking_a_burst,
+            runtime_barrier,
             clean_shutdown,
             shutdown_timeout,
         );
@@ -1017,6 +1019,27 @@ fn block_on_thread<F: Future>(future: F) -> F::Output {
         }
         std::thread::park_timeout(Duration::from_millis(10));
     }
+}
+
+/// The runtime's own barrier (`Runtime::barrier`), ten times in a row: in
+/// each round every rank counts itself at rank 0 before the barrier, so
+/// after it rank 0 must hold every rank's count of that round.
+pub(crate) fn runtime_barrier(ctx: &mut RankCtx) -> Ending {
+    let world = u64::from(ctx.world().get());
+    let zero = Rank::ZERO;
+    for round in 1..=10_u64 {
+        let client = ctx.rt().client();
+        ctx.wait(client.spawn_on(zero, Count(()))).expect("count");
+        ctx.rt().barrier(PATIENCE).expect("barrier");
+        let (counted, ..) = ctx.stats_of(zero);
+        // Nobody left before everybody counted; some may have counted for
+        // the next round already.
+        assert!(
+            (world * round..=world * (round + 1)).contains(&counted),
+            "round {round}: rank 0 counted {counted} of {world} ranks"
+        );
+    }
+    Ending::Clean
 }
 
 /// The default ending is the test: a barrier and a clean shutdown.

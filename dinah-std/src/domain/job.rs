@@ -195,6 +195,27 @@ pub(crate) fn panicked<E>(payload: Box<dyn Any + Send>) -> TaskFailure<E> {
     failure
 }
 
+/// Runs `job` on the calling thread as a task of no domain: for the
+/// runtime's own actions, which need neither a worker nor a domain's
+/// shutdown flag. A panic becomes a failure, as for any job.
+pub(crate) fn run_detached<F, T, E>(domain: DomainId, job: F) -> TaskOutcome<T, E>
+where
+    F: FnOnce(&JobContext<'_>) -> Result<T, E>,
+{
+    let never = CancelFlag::new();
+    let context = JobContext {
+        task: TaskId::MIN,
+        domain,
+        job_cancel: &never,
+        domain_cancel: &never,
+        acknowledged: Cell::new(false),
+    };
+    match panic::catch_unwind(AssertUnwindSafe(|| job(&context))) {
+        Ok(result) => TaskOutcome::from(result),
+        Err(payload) => TaskOutcome::Failed(panicked(payload)),
+    }
+}
+
 /// Runs `job` as task `task` of `domain`, unless it is already cancelled:
 /// the one place single jobs meet user code.
 ///

@@ -10,6 +10,7 @@ use dinah_core::{
     AtomicRuntimeState, DomainId, ProtocolLimits, RuntimeLimits, RuntimeMetrics, RuntimeState,
 };
 
+use super::barrier::{Arrive, Barriers};
 use super::caller::Calls;
 use super::clock::{SharedClock, StdClock};
 use super::context::ActionContext;
@@ -52,7 +53,7 @@ impl RuntimeBuilder {
     ) -> Result<Self, BuildError> {
         protocol.validate()?;
         limits.validate()?;
-        Ok(Self {
+        let mut builder = Self {
             run_id,
             protocol,
             limits,
@@ -60,7 +61,22 @@ impl RuntimeBuilder {
             domains: Vec::new(),
             clock: None,
             instrumentation: None,
-        })
+        };
+        builder.register_builtins()?;
+        Ok(builder)
+    }
+
+    /// Registers the runtime's own actions: the barrier's arrivals (see
+    /// [`RuntimeClient::barrier`](super::RuntimeClient::barrier)), run on
+    /// the owner thread.
+    fn register_builtins(&mut self) -> Result<(), BuildError> {
+        let arrive = Typed::<Arrive, _>::new(|arrive: Arrive, ctx: &ActionContext<'_>| {
+            arrive.record(&ctx.client().hub.barriers)
+        });
+        let mut entry = Entry::new::<Arrive>(DEFAULT_DOMAIN, Arc::new(arrive))?;
+        entry.inline = true;
+        entry.builtin = true;
+        self.registry.insert(entry)
     }
 
     /// Declares worker domain `id` with `workers` threads (its queue holds
@@ -274,7 +290,7 @@ impl RuntimeBuilder {
         let uses_default = self
             .registry
             .iter()
-            .any(|e| e.registration.domain == DEFAULT_DOMAIN);
+            .any(|e| !e.builtin && e.registration.domain == DEFAULT_DOMAIN);
         if (uses_default || domains.is_empty())
             && !domains.iter().any(|(d, _)| *d == DEFAULT_DOMAIN)
         {
@@ -287,7 +303,7 @@ impl RuntimeBuilder {
                 .unwrap_or(NonZeroUsize::MIN);
             domains.push((DEFAULT_DOMAIN, workers));
         }
-        for entry in self.registry.iter() {
+        for entry in self.registry.iter().filter(|e| !e.builtin) {
             let domain = entry.registration.domain;
             if !domains.iter().any(|(d, _)| *d == domain) {
                 return Err(BuildError::UnknownDomain { domain });
@@ -361,6 +377,7 @@ impl RuntimeBuilder {
                 metrics: RuntimeMetrics::new(),
                 clock: self.clock.unwrap_or_else(|| Arc::new(StdClock::new())),
                 counters: Counters::default(),
+                barriers: Barriers::default(),
                 handle,
             }
         });

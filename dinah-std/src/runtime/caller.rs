@@ -12,5 +12,6 @@ mod scope;
 pub use call_set::{CallSet, CallSetFull};
 pub(crate) use calls::{CallInfo, CallOutcome, Calls, Ticket};
 pub use issue::SpawnOptions;
+pub(crate) use issue::transport_down;
 pub use remote_future::RemoteFuture;
 pub use scope::{Scope, ScopedFuture};

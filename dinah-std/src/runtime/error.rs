@@ -125,6 +125,10 @@ pub enum RuntimeError {
     },
     /// A deadline of zero (or one too large to represent) was given.
     InvalidDeadline,
+    /// This rank is already waiting in a
+    /// [`barrier`](crate::RuntimeClient::barrier); barriers run one at a
+    /// time.
+    BarrierInProgress,
 }
 
 impl RuntimeError {
@@ -197,6 +201,7 @@ impl fmt::Display for RuntimeError {
             Self::Codec(error) => write!(f, "payload codec failed: {error}"),
             Self::NoSuchRank { rank } => write!(f, "{rank} is not in this world"),
             Self::InvalidDeadline => f.write_str("deadline must be non-zero and representable"),
+            Self::BarrierInProgress => f.write_str("this rank is already in a barrier"),
         }
     }
 }

@@ -16,6 +16,7 @@ use dinah_core::{
     AtomicRuntimeState, DomainId, ProtocolLimits, Rank, RuntimeLimits, RuntimeMetrics, WorldSize,
 };
 
+use super::barrier::Barriers;
 use super::caller::{Calls, Ticket};
 use super::clock::SharedClock;
 use super::job_outcome::{Completions, JobCompletion};
@@ -40,6 +41,8 @@ pub(crate) struct Hub {
     pub(crate) metrics: RuntimeMetrics,
     pub(crate) clock: SharedClock,
     pub(crate) counters: Counters,
+    /// This rank's side of [`RuntimeClient::barrier`](super::RuntimeClient::barrier).
+    pub(crate) barriers: Barriers,
 }
 
 impl Hub {

@@ -73,6 +73,10 @@ pub(crate) struct Entry {
     /// Requests from other ranks run on the owner thread inside
     /// `progress` instead of on a worker of the domain.
     pub(crate) inline: bool,
+    /// The runtime's own action (the barrier's): run on the owner thread
+    /// whether or not its domain was started, and never the reason a
+    /// domain is started.
+    pub(crate) builtin: bool,
 }
 
 impl Entry {
@@ -90,6 +94,7 @@ impl Entry {
             },
             handler,
             inline: false,
+            builtin: false,
         })
     }
 }

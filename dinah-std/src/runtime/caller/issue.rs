@@ -108,8 +108,14 @@ impl RuntimeClient {
             .now()
             .checked_add(after)
             .ok_or(RuntimeError::InvalidDeadline)?;
-        if rank != hub.rank && hub.handle.peer_status(rank) == PeerStatus::Down {
-            return Err(transport_down(hub, rank));
+        if rank != hub.rank {
+            match hub.handle.peer_status(rank) {
+                PeerStatus::Down => return Err(transport_down(hub, rank)),
+                // It said goodbye: it runs no new work, and once it closes
+                // nobody would answer.
+                PeerStatus::Leaving => return Err(RuntimeError::ShuttingDown),
+                PeerStatus::Connecting | PeerStatus::Up => {}
+            }
         }
         // The ID is written in when the call is recorded (send order); the
         // frame is encoded here, outside every lock, since user code may
@@ -227,7 +233,7 @@ fn send_refusal(hub: &Hub, peer: Rank, refused: TrySendError) -> RuntimeError {
 }
 
 /// The error for a call to a peer the transport reports down.
-fn transport_down(hub: &Hub, peer: Rank) -> RuntimeError {
+pub(crate) fn transport_down(hub: &Hub, peer: Rank) -> RuntimeError {
     let reason = hub
         .handle
         .down_reason(peer)

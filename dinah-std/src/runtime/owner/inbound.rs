@@ -34,6 +34,9 @@ impl Runtime {
                 let failed = self.hub.calls.fail_peer(peer, &failure);
                 self.counts.failed_calls(failed);
                 self.server.on_peer_down(&self.hub, peer);
+                // A barrier waiting for that peer fails now, not at its
+                // deadline.
+                self.hub.barriers.wake();
                 if let Some(drained) = self.peers_drained.get_mut(peer.index()) {
                     *drained = true;
                 }

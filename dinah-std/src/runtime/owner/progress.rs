@@ -88,6 +88,7 @@ impl Runtime {
         progress.cancels_sent = self.pump_cancels(budget);
         progress.responses_sent = self.server.flush(&self.hub, budget, now);
         progress.dedup_expired = self.server.expire(now, budget);
+        self.hub.barriers.expire(now);
         if progress.may_have_queued() {
             let (sent, events) = self.flush(budget, now);
             progress.transport_active |= sent;

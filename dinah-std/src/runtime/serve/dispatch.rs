@@ -12,7 +12,7 @@ use std::sync::Arc;
 use dinah_core::wire::Call;
 use dinah_core::{DomainId, Instant, Rank, TaskOutcome};
 
-use crate::domain::{CancelTarget, InlineRunner, SpareJobs};
+use crate::domain::{CancelTarget, InlineRunner, JobContext, SpareJobs};
 use crate::runtime::RuntimeClient;
 use crate::runtime::hub::Hub;
 use crate::runtime::job::{self, ActionJob, Refusal, Request};
@@ -122,13 +122,16 @@ impl Dispatch {
         now: Instant,
     ) -> Dispatched {
         let domain = request.call.domain;
-        let Some((_, runner)) = self.inline.iter().find(|(id, _)| *id == domain) else {
-            return Dispatched::Refused(Refusal::NoSuchDomain);
-        };
         let started = self.inline_clock.max(now);
         let client = &self.client;
         let handler = &*entry.handler;
-        let outcome = runner.run(|job| job::run(handler, client, &request, &frame, started, job));
+        let run = |job: &JobContext<'_>| job::run(handler, client, &request, &frame, started, job);
+        let outcome = match self.inline.iter().find(|(id, _)| *id == domain) {
+            Some((_, runner)) => runner.run(run),
+            // The runtime's own actions need no domain.
+            None if entry.builtin => Some(crate::domain::run_detached(domain, run)),
+            None => return Dispatched::Refused(Refusal::NoSuchDomain),
+        };
         let Some(outcome) = outcome else {
             crate::transport::frame_buffers::give(frame);
             return Dispatched::Refused(Refusal::ShuttingDown);
