@@ -13,6 +13,9 @@
 //! | `tcp` (feature `tcp`, default) | `dinah-tcp` | TCP transport and launcher |
 //! | `mpi` (feature `mpi`) | `dinah-mpi` | MPI transport |
 //!
+//! [`prelude`] gathers what a program usually names, for one
+//! `use dinah::prelude::*;`.
+//!
 //! With the `derive` feature (default), `dinah::std::{WireValue, Action}`
 //! are also the derive macros that declare an action:
 //!
@@ -42,3 +45,5 @@ pub use dinah_std as std;
 #[cfg(feature = "tcp")]
 #[doc(inline)]
 pub use dinah_tcp as tcp;
+
+pub mod prelude;
