@@ -27,8 +27,8 @@ use dinah::core::{ProtocolLimits, Rank, RuntimeLimits, WorldSize};
 use dinah::std::transport::frame_buffers;
 use dinah::std::transport::memory::{FaultPlan, SimMode, SimNetwork};
 use dinah::std::{
-    Action, CodecError, RemoteFuture, Runtime, RuntimeClient, SegmentReader, SegmentWriter,
-    WireValue, schema_id,
+    Action, CallSet, CodecError, RemoteFuture, Runtime, RuntimeClient, SegmentReader,
+    SegmentWriter, WireValue, schema_id,
 };
 
 /// Counts the allocations of the thread that makes them.
@@ -206,6 +206,76 @@ fn steady_inline_actions_allocate_no_frames() {
         made * 100 < ACTIONS,
         "{made} allocations for {ACTIONS} actions (both ranks)"
     );
+}
+
+/// Runs `count` inline echoes from rank 0 to rank 1 through `calls`, as
+/// many in flight as it holds; returns the allocations made inside the
+/// set's own `push` and `poll_next`.
+fn run_through(
+    calls: &mut CallSet<u64>,
+    runtimes: &mut [Runtime; 2],
+    network: &SimNetwork,
+    count: u64,
+) -> u64 {
+    let client = runtimes[0].client();
+    let peer = Rank::new(1, network.world()).expect("rank 1");
+    let mut cx = Context::from_waker(Waker::noop());
+    let (mut issued, mut answered, mut in_set) = (0, 0, 0);
+    while answered < count {
+        while calls.len() < calls.capacity() && issued < count {
+            let call = client.spawn_on(peer, Echo::<false>(issued));
+            let before = allocations();
+            calls.push(call).expect("room");
+            in_set += allocations() - before;
+            issued += 1;
+        }
+        for runtime in runtimes.iter_mut() {
+            runtime.progress();
+        }
+        network.step();
+        loop {
+            let before = allocations();
+            let polled = calls.poll_next(&mut cx);
+            in_set += allocations() - before;
+            let Poll::Ready(Some((_, output))) = polled else {
+                break;
+            };
+            assert!(output.expect("the echo answers") < count);
+            answered += 1;
+        }
+    }
+    in_set
+}
+
+#[test]
+fn a_call_set_allocates_nothing_once_made() {
+    let network = SimNetwork::with_mode(
+        WorldSize::new(2).expect("two ranks"),
+        11,
+        FaultPlan::new(),
+        SimMode::Stepped {
+            tick: Duration::from_micros(1),
+        },
+    )
+    .expect("a stepped network");
+    let limits = RuntimeLimits::default();
+    let mut runtimes = pair(&network, limits);
+    let mut calls = CallSet::with_capacity(64);
+    run_through(
+        &mut calls,
+        &mut runtimes,
+        &network,
+        2 * u64::from(limits.max_dedup_entries),
+    );
+    let before = allocations();
+    let in_set = run_through(&mut calls, &mut runtimes, &network, ACTIONS);
+    let made = allocations() - before;
+    assert_eq!(in_set, 0, "pushing and polling the set allocated");
+    assert!(
+        made * 100 < ACTIONS,
+        "{made} allocations for {ACTIONS} actions (both ranks)"
+    );
+    std::mem::forget(runtimes);
 }
 
 #[test]
