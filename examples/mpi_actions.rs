@@ -6,12 +6,13 @@
 //! to be summed (sum of squares, wrapping), and compares both results with
 //! a sequential computation (the prime count also with its known value). It
 //! then shows a deadline that expires (the remote handler sees the
-//! cancellation), a call cancelled by dropping its future, and every rank
-//! prints its statistics and shutdown report.
+//! cancellation) and a call cancelled by dropping its future. The other
+//! ranks serve meanwhile, waiting in a barrier that rank 0 joins when it is
+//! done; then every rank prints its statistics and shutdown report.
 //!
-//! A wrong answer or a failed call makes rank 0 abort the job, so `mpirun`
-//! exits non-zero: the `mpi` CI lane runs this example under 4 ranks and
-//! checks exactly that.
+//! A wrong answer, a failed call or a failed barrier makes that rank abort
+//! the job, so `mpirun` exits non-zero: the `mpi` CI lane runs this example
+//! under 4 ranks and checks exactly that.
 //!
 //! ```sh
 //! cargo xtask demo --mpi
@@ -23,17 +24,13 @@
 
 use std::num::NonZeroUsize;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use dinah::core::{DomainId, ProtocolLimits, Rank, RuntimeLimits};
 use dinah::mpi::MpiTransport;
 use dinah::mpi::mpi::traits::Communicator;
 use dinah::mpi::mpi::{self, Threading};
-use dinah::std::{
-    Action, ActionError, CodecError, Runtime, RuntimeError, SegmentReader, SegmentWriter,
-    SpawnOptions, WireValue, schema_id,
-};
+use dinah::prelude::*;
 
 type BoxError = Box<dyn std::error::Error>;
 
@@ -45,52 +42,45 @@ const PRIMES_BELOW_LIMIT: u64 = 348_513;
 const PRIME_CHUNK: u64 = 100_000;
 const DATA_WORDS: usize = 1 << 20;
 const DATA_CHUNK: usize = 64 * 1024;
+/// How long the other ranks wait in the final barrier for rank 0: far
+/// longer than rank 0's work, even unoptimised on an oversubscribed
+/// machine, and shorter than the CI lane's limit for the run, so a rank
+/// that never arrives fails the barrier with a message of its own.
+const BARRIER_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The domain of the control actions, so they never queue behind work.
 fn control_domain() -> DomainId {
     DomainId::new(2).expect("non-zero")
 }
 
-macro_rules! action {
-    ($name:ident($inner:ty) -> $output:ty, $schema:literal, $id:literal) => {
-        struct $name($inner);
-        impl WireValue for $name {
-            const SCHEMA_ID: u64 = schema_id($schema);
-            fn encode(&self, out: &mut SegmentWriter) -> Result<(), CodecError> {
-                self.0.encode(out)
-            }
-            fn decode(input: &mut SegmentReader<'_>) -> Result<Self, CodecError> {
-                <$inner>::decode(input).map($name)
-            }
-        }
-        impl Action for $name {
-            const ID: u128 = $id;
-            type Output = $output;
-        }
-    };
+/// Counts the primes in `start..end`.
+#[derive(WireValue, Action)]
+#[action(name = "mpi_actions.CountPrimes/1", output = u64)]
+struct CountPrimes {
+    start: u64,
+    end: u64,
 }
 
-// Counts the primes in start..end.
-action!(CountPrimes((u64, u64)) -> u64, "mpi_actions.CountPrimes/1", 0x4d50_0001);
-// Sums the squares (wrapping) of the little-endian u64 words it carries.
-action!(
-    SumSquares(Vec<u8>) -> u64,
-    "mpi_actions.SumSquares/1",
-    0x4d50_0002
-);
-// Works for the given milliseconds unless cancelled first.
-action!(Work(u64) -> u64, "mpi_actions.Work/1", 0x4d50_0003);
-// This rank's (work started, cancellations observed).
-action!(Observed(()) -> (u64, u64), "mpi_actions.Observed/1", 0x4d50_0004);
-// Rank 0 is done: stop serving.
-action!(Finish(()) -> (), "mpi_actions.Finish/1", 0x4d50_0005);
+/// Sums the squares (wrapping) of the little-endian u64 words it carries.
+#[derive(WireValue, Action)]
+#[action(name = "mpi_actions.SumSquares/1", output = u64)]
+struct SumSquares(Vec<u8>);
+
+/// Works for the given milliseconds unless cancelled first.
+#[derive(WireValue, Action)]
+#[action(name = "mpi_actions.Work/1", output = u64)]
+struct Work(u64);
+
+/// This rank's (work started, cancellations observed).
+#[derive(WireValue, Action)]
+#[action(name = "mpi_actions.Observed/1", output = (u64, u64))]
+struct Observed;
 
 /// What a rank's handlers observed.
 #[derive(Default)]
 struct Counters {
     started: AtomicU64,
     cancelled: AtomicU64,
-    finished: AtomicBool,
 }
 
 fn main() -> Result<(), BoxError> {
@@ -106,16 +96,12 @@ fn main() -> Result<(), BoxError> {
     let mut runtime = builder.start(handle, driver)?;
     let me = runtime.rank();
 
-    let outcome = if me == Rank::ZERO {
-        lead(&mut runtime)
-    } else {
-        serve(&mut runtime, &counters)
-    };
+    let outcome = run(&mut runtime);
     if let Err(error) = &outcome {
         println!("rank {}: failed: {error}", me.get());
-        // The other ranks serve until rank 0 tells them to finish, which it
-        // now never will: end the whole job at once with a non-zero status
-        // rather than wait for them in shutdown and `MPI_Finalize`.
+        // The other ranks would wait for this one in the barrier, then in
+        // shutdown and `MPI_Finalize`: end the whole job at once with a
+        // non-zero status instead.
         world.abort(1);
     }
     println!("rank {} stats: {}", me.get(), runtime.stats());
@@ -135,15 +121,13 @@ fn main() -> Result<(), BoxError> {
     Ok(())
 }
 
-fn builder(counters: &Arc<Counters>) -> Result<dinah::std::RuntimeBuilder, BoxError> {
+fn builder(counters: &Arc<Counters>) -> Result<RuntimeBuilder, BoxError> {
     let mut builder =
         Runtime::builder(RUN_ID, ProtocolLimits::default(), RuntimeLimits::default())?;
-    builder.domain(
-        dinah::std::DEFAULT_DOMAIN,
-        NonZeroUsize::new(2).ok_or("two workers")?,
-    )?;
+    builder.domain(DEFAULT_DOMAIN, NonZeroUsize::new(2).ok_or("two workers")?)?;
     builder.domain(control_domain(), NonZeroUsize::MIN)?;
-    builder.register::<CountPrimes, _>(|CountPrimes((start, end))| Ok(count_primes(start, end)))?;
+    builder
+        .register::<CountPrimes, _>(|CountPrimes { start, end }| Ok(count_primes(start, end)))?;
     builder.register::<SumSquares, _>(|SumSquares(bytes)| {
         if bytes.len() % 8 != 0 {
             return Err(ActionError::new("payload is not whole u64 words"));
@@ -153,45 +137,35 @@ fn builder(counters: &Arc<Counters>) -> Result<dinah::std::RuntimeBuilder, BoxEr
         })))
     })?;
     let c = Arc::clone(counters);
-    builder.register_with_context::<Work, _>(
-        dinah::std::DEFAULT_DOMAIN,
-        move |Work(millis), ctx| {
-            c.started.fetch_add(1, Ordering::SeqCst);
-            let until = Instant::now() + Duration::from_millis(millis);
-            while Instant::now() < until {
-                if ctx.is_cancelled() {
-                    c.cancelled.fetch_add(1, Ordering::SeqCst);
-                    return Err(ActionError::new("cancelled"));
-                }
-                std::thread::sleep(Duration::from_millis(1));
+    builder.register_with_context::<Work, _>(DEFAULT_DOMAIN, move |Work(millis), ctx| {
+        c.started.fetch_add(1, Ordering::SeqCst);
+        let until = Instant::now() + Duration::from_millis(millis);
+        while Instant::now() < until {
+            if ctx.is_cancelled() {
+                c.cancelled.fetch_add(1, Ordering::SeqCst);
+                return Err(ActionError::new("cancelled"));
             }
-            Ok(millis)
-        },
-    )?;
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        Ok(millis)
+    })?;
     let c = Arc::clone(counters);
-    builder.register_in::<Observed, _>(control_domain(), move |Observed(())| {
+    builder.register_in::<Observed, _>(control_domain(), move |Observed| {
         Ok((
             c.started.load(Ordering::SeqCst),
             c.cancelled.load(Ordering::SeqCst),
         ))
     })?;
-    let c = Arc::clone(counters);
-    builder.register_in::<Finish, _>(control_domain(), move |Finish(())| {
-        c.finished.store(true, Ordering::SeqCst);
-        Ok(())
-    })?;
     Ok(builder)
 }
 
-/// Ranks other than 0 serve until rank 0 says it is done.
-fn serve(runtime: &mut Runtime, counters: &Counters) -> Result<(), BoxError> {
-    runtime.block_on(std::future::poll_fn(|_| {
-        if counters.finished.load(Ordering::SeqCst) {
-            std::task::Poll::Ready(())
-        } else {
-            std::task::Poll::Pending
-        }
-    }));
+/// Rank 0 leads, then joins the barrier; the other ranks go straight to
+/// the barrier and serve rank 0's calls while they wait in it.
+fn run(runtime: &mut Runtime) -> Result<(), BoxError> {
+    if runtime.rank() == Rank::ZERO {
+        lead(runtime)?;
+    }
+    runtime.barrier(BARRIER_TIMEOUT)?;
     Ok(())
 }
 
@@ -207,8 +181,8 @@ fn lead(runtime: &mut Runtime) -> Result<(), BoxError> {
     let start = Instant::now();
     let calls: Vec<_> = (0..PRIME_LIMIT.div_ceil(PRIME_CHUNK))
         .map(|i| {
-            let range = (i * PRIME_CHUNK, ((i + 1) * PRIME_CHUNK).min(PRIME_LIMIT));
-            client.spawn_on(ranks[i as usize % ranks.len()], CountPrimes(range))
+            let (start, end) = (i * PRIME_CHUNK, ((i + 1) * PRIME_CHUNK).min(PRIME_LIMIT));
+            client.spawn_on(ranks[i as usize % ranks.len()], CountPrimes { start, end })
         })
         .collect();
     let mut distributed = 0;
@@ -258,7 +232,7 @@ fn lead(runtime: &mut Runtime) -> Result<(), BoxError> {
     // 3. A deadline that expires: 2 s of work allowed 200 ms. The target is
     //    told (best effort) and its handler stops early.
     let target = *ranks.last().ok_or("a world has a rank")?;
-    let (_, cancelled_before) = runtime.block_on(client.spawn_on(target, Observed(())))?;
+    let (_, cancelled_before) = runtime.block_on(client.spawn_on(target, Observed))?;
     let short = SpawnOptions::deadline(Duration::from_millis(200));
     match runtime.block_on(client.spawn_on_with(target, Work(2_000), short)) {
         Err(RuntimeError::DeadlineExceeded { after }) => println!(
@@ -268,7 +242,7 @@ fn lead(runtime: &mut Runtime) -> Result<(), BoxError> {
         other => return Err(format!("work past its deadline ended with {other:?}").into()),
     }
     wait_for(runtime, "the handler to see the cancellation", |runtime| {
-        let (_, cancelled) = runtime.block_on(client.spawn_on(target, Observed(())))?;
+        let (_, cancelled) = runtime.block_on(client.spawn_on(target, Observed))?;
         Ok(cancelled > cancelled_before)
     })?;
     println!(
@@ -278,30 +252,19 @@ fn lead(runtime: &mut Runtime) -> Result<(), BoxError> {
 
     // 4. Cancelling by dropping the future: the running handler stops.
     let target = ranks[1 % ranks.len()];
-    let (started_before, cancelled_before) =
-        runtime.block_on(client.spawn_on(target, Observed(())))?;
+    let (started_before, cancelled_before) = runtime.block_on(client.spawn_on(target, Observed))?;
     let call = client.spawn_on(target, Work(60_000));
     wait_for(runtime, "the work to start", |runtime| {
-        Ok(runtime.block_on(client.spawn_on(target, Observed(())))?.0 > started_before)
+        Ok(runtime.block_on(client.spawn_on(target, Observed))?.0 > started_before)
     })?;
     drop(call);
     wait_for(runtime, "the cancellation to arrive", |runtime| {
-        Ok(runtime.block_on(client.spawn_on(target, Observed(())))?.1 > cancelled_before)
+        Ok(runtime.block_on(client.spawn_on(target, Observed))?.1 > cancelled_before)
     })?;
     println!(
         "a minute of work on rank {} was cancelled by dropping its future",
         target.get()
     );
-
-    // Done: every other rank may stop serving.
-    let finishes: Vec<_> = ranks
-        .iter()
-        .skip(1)
-        .map(|&rank| client.spawn_on(rank, Finish(())))
-        .collect();
-    for finish in finishes {
-        runtime.block_on(finish)?;
-    }
     Ok(())
 }
 

@@ -1,8 +1,11 @@
 //! dinah's main job: four ranks in four processes, talking over TCP on
-//! loopback, estimate pi by Monte Carlo with typed remote actions; rank 0
-//! checks the distributed count exactly against a sequential recount, then
-//! shows a deadline expiring and a running action being cancelled. Every
-//! rank prints its statistics and its shutdown report.
+//! loopback, estimate pi by Monte Carlo with typed remote actions. Rank 0
+//! keeps all the calls in flight in a `CallSet`, adds up the hits as the
+//! calls finish and checks the total exactly against a sequential recount,
+//! then shows a deadline expiring and a running action being cancelled.
+//! Every rank then meets the others at a barrier and prints its statistics
+//! and its shutdown report; a wrong count or a failed step makes the run
+//! exit non-zero.
 //!
 //! ```sh
 //! cargo xtask demo                                   # builds both, runs the next line
@@ -26,17 +29,12 @@ use std::num::NonZeroUsize;
 use std::ops::Range;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::task::Poll;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use dinah::core::{DomainId, ProtocolLimits, RuntimeLimits, WorldSize};
-use dinah::std::{
-    Action, ActionError, CodecError, Runtime, RuntimeError, SegmentReader, SegmentWriter,
-    SpawnOptions, WireValue, schema_id,
-};
+use dinah::prelude::*;
 use dinah::tcp::launcher::{ENV_RANK, LaunchConfig, PrefixedStdio, launch};
-use dinah::tcp::{EnvProblem, LaunchEnv, LaunchError, TcpTransport};
+use dinah::tcp::{EnvProblem, LaunchEnv, LaunchError};
 
 type Result<T, E = Box<dyn Error + Send + Sync>> = std::result::Result<T, E>;
 
@@ -57,87 +55,28 @@ const SLOW: DomainId = match DomainId::new(2) {
 const PATIENCE: Duration = Duration::from_secs(30);
 
 /// Counts the hits of `blocks` blocks starting at `first` on the target.
+#[derive(WireValue, Action)]
+#[action(name = "tcp_demo.CountHits/1", output = u64)]
 struct CountHits {
     first: u32,
     blocks: u32,
 }
 
-impl WireValue for CountHits {
-    const SCHEMA_ID: u64 = schema_id("tcp_demo.CountHits/1");
-    fn encode(&self, out: &mut SegmentWriter) -> Result<(), CodecError> {
-        (self.first, self.blocks).encode(out)
-    }
-    fn decode(input: &mut SegmentReader<'_>) -> Result<Self, CodecError> {
-        let (first, blocks) = <(u32, u32)>::decode(input)?;
-        Ok(CountHits { first, blocks })
-    }
-}
-
-impl Action for CountHits {
-    const ID: u128 = 0x7c9d_e300_0000_0001;
-    type Output = u64;
-}
-
 /// Works for `millis` milliseconds, stopping early when cancelled.
+#[derive(WireValue, Action)]
+#[action(name = "tcp_demo.SlowTask/1", output = u64)]
 struct SlowTask {
     millis: u64,
 }
 
-impl WireValue for SlowTask {
-    const SCHEMA_ID: u64 = schema_id("tcp_demo.SlowTask/1");
-    fn encode(&self, out: &mut SegmentWriter) -> Result<(), CodecError> {
-        self.millis.encode(out)
-    }
-    fn decode(input: &mut SegmentReader<'_>) -> Result<Self, CodecError> {
-        u64::decode(input).map(|millis| SlowTask { millis })
-    }
-}
-
-impl Action for SlowTask {
-    const ID: u128 = 0x7c9d_e300_0000_0002;
-    type Output = u64;
-}
-
 /// How many slow tasks the target started, and how many stopped early.
+#[derive(WireValue, Action)]
+#[action(name = "tcp_demo.SlowProgress/1", output = (u64, u64))]
 struct SlowProgress;
-
-impl WireValue for SlowProgress {
-    const SCHEMA_ID: u64 = schema_id("tcp_demo.SlowProgress/1");
-    fn encode(&self, out: &mut SegmentWriter) -> Result<(), CodecError> {
-        ().encode(out)
-    }
-    fn decode(input: &mut SegmentReader<'_>) -> Result<Self, CodecError> {
-        <()>::decode(input).map(|()| SlowProgress)
-    }
-}
-
-impl Action for SlowProgress {
-    const ID: u128 = 0x7c9d_e300_0000_0003;
-    type Output = (u64, u64);
-}
-
-/// One arrival at the final barrier.
-struct Arrive;
-
-impl WireValue for Arrive {
-    const SCHEMA_ID: u64 = schema_id("tcp_demo.Arrive/1");
-    fn encode(&self, out: &mut SegmentWriter) -> Result<(), CodecError> {
-        ().encode(out)
-    }
-    fn decode(input: &mut SegmentReader<'_>) -> Result<Self, CodecError> {
-        <()>::decode(input).map(|()| Arrive)
-    }
-}
-
-impl Action for Arrive {
-    const ID: u128 = 0x7c9d_e300_0000_0004;
-    type Output = ();
-}
 
 /// What this rank's handlers record.
 #[derive(Default)]
 struct Counters {
-    arrivals: AtomicU32,
     slow_started: AtomicU64,
     slow_stopped_early: AtomicU64,
 }
@@ -197,11 +136,6 @@ fn rank_main(launch: LaunchEnv) -> Result<()> {
             c.slow_stopped_early.load(Ordering::SeqCst),
         ))
     })?;
-    let c = Arc::clone(&counters);
-    builder.register::<Arrive, _>(move |Arrive| {
-        c.arrivals.fetch_add(1, Ordering::SeqCst);
-        Ok(())
-    })?;
 
     let hello = builder.hello()?;
     let (handle, driver) = TcpTransport::connect(launch.rendezvous()?, hello)?;
@@ -210,8 +144,10 @@ fn rank_main(launch: LaunchEnv) -> Result<()> {
         estimate_pi(&mut runtime)?;
         show_deadline_and_cancel(&mut runtime)?;
     }
-    // Everyone keeps serving until everyone is done, then all shut down.
-    barrier(&mut runtime, &counters.arrivals)?;
+    // A rank waiting in the barrier keeps serving, so the others wait here
+    // for rank 0's calls; once all are through, nobody calls anybody, and
+    // all shut down together.
+    runtime.barrier(PATIENCE)?;
     println!("stats: {}", runtime.stats());
     let report = runtime.shutdown(Duration::from_secs(10))?;
     println!("shutdown: clean = {}; {report}", report.is_clean());
@@ -219,28 +155,20 @@ fn rank_main(launch: LaunchEnv) -> Result<()> {
 }
 
 /// Scatters the blocks over every rank (this one included), gathers the
-/// hits, and checks them against a sequential recount.
+/// hits as the calls finish, and checks them against a sequential recount.
 fn estimate_pi(runtime: &mut Runtime) -> Result<()> {
     let client = runtime.client();
     let world = runtime.world();
-    let calls = (0..BLOCKS)
-        .step_by(BLOCKS_PER_CALL as usize)
-        .enumerate()
-        .map(|(i, first)| {
-            let target = world.rank(i as u32 % world.get())?;
-            Ok(client.spawn_on(
-                target,
-                CountHits {
-                    first,
-                    blocks: BLOCKS_PER_CALL,
-                },
-            ))
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let mut calls = CallSet::with_capacity((BLOCKS / BLOCKS_PER_CALL) as usize);
+    for (i, first) in (0..BLOCKS).step_by(BLOCKS_PER_CALL as usize).enumerate() {
+        let target = world.rank(i as u32 % world.get())?;
+        let blocks = BLOCKS_PER_CALL;
+        calls.push(client.spawn_on(target, CountHits { first, blocks }))?;
+    }
     let count = calls.len();
     let mut hits = 0;
-    for call in calls {
-        hits += runtime.block_on(call)?;
+    while let Some((_slot, result)) = runtime.block_on(calls.join_next()) {
+        hits += result?;
     }
     let samples = u64::from(BLOCKS) * SAMPLES_PER_BLOCK;
     let pi = 4.0 * hits as f64 / samples as f64;
@@ -301,7 +229,7 @@ fn show_deadline_and_cancel(runtime: &mut Runtime) -> Result<()> {
     Ok(())
 }
 
-fn slow_progress(runtime: &mut Runtime, target: dinah::core::Rank) -> Result<(u64, u64)> {
+fn slow_progress(runtime: &mut Runtime, target: Rank) -> Result<(u64, u64)> {
     let client = runtime.client();
     Ok(runtime.block_on(client.spawn_on(target, SlowProgress))?)
 }
@@ -320,34 +248,6 @@ fn wait_for(
         std::thread::sleep(Duration::from_millis(1));
     }
     Ok(())
-}
-
-/// Arrives at every rank, then keeps serving until every rank arrived here.
-fn barrier(runtime: &mut Runtime, arrivals: &AtomicU32) -> Result<()> {
-    let client = runtime.client();
-    let calls: Vec<_> = runtime
-        .world()
-        .ranks()
-        .map(|rank| client.spawn_on(rank, Arrive))
-        .collect();
-    for call in calls {
-        runtime.block_on(call)?;
-    }
-    let (world, deadline) = (runtime.world().get(), Instant::now() + PATIENCE);
-    let all_arrived = runtime.block_on(std::future::poll_fn(|_| {
-        if arrivals.load(Ordering::SeqCst) >= world {
-            Poll::Ready(true)
-        } else if Instant::now() >= deadline {
-            Poll::Ready(false)
-        } else {
-            Poll::Pending
-        }
-    }));
-    if all_arrived {
-        Ok(())
-    } else {
-        Err(format!("not every rank reached the barrier within {PATIENCE:?}").into())
-    }
 }
 
 /// Not started by `dinah-run`: start four ranks of this program through

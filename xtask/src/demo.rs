@@ -5,12 +5,14 @@
 //! (`dinah-run -n 4 -- target/release/examples/tcp_demo`). Both are built
 //! in release first, so one command works on a fresh checkout. `--mpi` runs
 //! the MPI demo under `mpirun -n 4` instead.
+//!
+//! [`run_launched`] is the launch itself, shared with the `examples` CI
+//! lane, which runs `examples/tcp_hello.rs` the same way.
 
 use std::time::Duration;
 
 use anyhow::{Result, bail};
 
-use crate::cmd::Cmd;
 use crate::lanes::LaneRun;
 use crate::mpi;
 use crate::project_root;
@@ -26,8 +28,12 @@ const LAUNCHER: &str = "dinah-run";
 /// How many ranks the TCP demo runs.
 const TCP_RANKS: u32 = 4;
 
-/// The launcher's own bound on the demo run (the watchdog adds a minute).
+/// The launcher's own bound on the demo run.
 const TCP_RUN_LIMIT: Duration = Duration::from_secs(120);
+
+/// What the watchdog allows a launched run beyond the launcher's own bound,
+/// so that the launcher normally ends a slow run itself and says why.
+const WATCHDOG_MARGIN: Duration = Duration::from_secs(60);
 
 /// A cold release build of the workspace on a small machine.
 const BUILD_LIMIT: Duration = Duration::from_secs(30 * 60);
@@ -72,32 +78,44 @@ pub(crate) fn run(args: &DemoArgs) -> Result<()> {
     run_tcp_demo()
 }
 
-/// Builds `dinah-run` and the TCP demo in release, then runs the demo
-/// through the launcher with [`TCP_RANKS`] ranks.
+/// Runs the TCP demo through the launcher with [`TCP_RANKS`] ranks.
 fn run_tcp_demo() -> Result<()> {
     if !example_exists(TCP_DEMO) {
         bail!("examples/{TCP_DEMO}.rs is missing: the demo cannot run without it");
     }
+    let lane = LaneRun::new(LANE, BUILD_LIMIT + TCP_RUN_LIMIT + WATCHDOG_MARGIN);
+    run_launched(&lane, TCP_DEMO, TCP_RANKS, TCP_RUN_LIMIT)
+}
+
+/// Builds `dinah-run` and `examples/<example>.rs` in release, then runs the
+/// example as `ranks` processes through the launcher, exactly as a user
+/// would (`dinah-run -n <ranks> -- target/release/examples/<example>`).
+/// The launcher bounds the run by `limit` and exits non-zero if any rank
+/// does, which fails the run.
+pub(crate) fn run_launched(
+    lane: &LaneRun,
+    example: &str,
+    ranks: u32,
+    limit: Duration,
+) -> Result<()> {
     // Cargo names the executables (it honours CARGO_TARGET_DIR).
-    let json = Cmd::new(LANE, "cargo")
-        .args([
+    let json = lane
+        .cargo([
             "build",
             "--release",
             "--bin",
             LAUNCHER,
             "--example",
-            TCP_DEMO,
+            example,
             "--message-format=json",
         ])
-        .timeout(BUILD_LIMIT)
         .read()?;
     let launcher = mpi::executable_from_json(&json, LAUNCHER)?;
-    let demo = mpi::executable_from_json(&json, TCP_DEMO)?;
-    let ranks = TCP_RANKS.to_string();
-    let limit = format!("{}s", TCP_RUN_LIMIT.as_secs());
-    Cmd::new(LANE, launcher)
-        .args(["-n", ranks.as_str(), "--timeout", limit.as_str(), "--"])
-        .arg(demo)
-        .timeout(TCP_RUN_LIMIT + Duration::from_secs(60))
+    let exe = mpi::executable_from_json(&json, example)?;
+    let ranks = ranks.to_string();
+    let timeout = format!("{}s", limit.as_secs());
+    lane.cmd_within(launcher, limit + WATCHDOG_MARGIN)
+        .args(["-n", ranks.as_str(), "--timeout", timeout.as_str(), "--"])
+        .arg(exe)
         .run()
 }

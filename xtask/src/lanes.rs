@@ -3,13 +3,14 @@
 //! `cargo xtask ci` runs [`ALL`] in order and stops at the first failure.
 //! xtask alone adds `-D warnings`; the lint lists live in `Cargo.toml`.
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
 use crate::cmd::Cmd;
-use crate::{mpi, project_root};
+use crate::{demo, mpi, project_root};
 
 /// One CI lane.
 #[derive(Debug)]
@@ -42,16 +43,23 @@ impl LaneRun {
     }
 
     /// A command with the rest of this lane's time as its limit.
-    pub(crate) fn cmd(&self, program: &str) -> Cmd {
+    pub(crate) fn cmd(&self, program: impl AsRef<OsStr>) -> Cmd {
         let left = self.deadline.saturating_duration_since(Instant::now());
         Cmd::new(self.name, program).timeout(left.max(Duration::from_secs(1)))
+    }
+
+    /// A command limited to `limit` or to the rest of this lane's time,
+    /// whichever ends first.
+    pub(crate) fn cmd_within(&self, program: impl AsRef<OsStr>, limit: Duration) -> Cmd {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        Cmd::new(self.name, program).timeout(left.min(limit).max(Duration::from_secs(1)))
     }
 
     /// `cargo` with the given arguments.
     pub(crate) fn cargo<I, S>(&self, args: I) -> Cmd
     where
         I: IntoIterator<Item = S>,
-        S: AsRef<std::ffi::OsStr>,
+        S: AsRef<OsStr>,
     {
         self.cmd("cargo").args(args)
     }
@@ -101,7 +109,7 @@ pub(crate) const ALL: &[Lane] = &[
     },
     Lane {
         name: "examples",
-        what: "run every non-MPI example",
+        what: "run every non-MPI example (tcp_hello under dinah-run -n 2)",
         limit: minutes(10),
         run: examples,
     },
@@ -231,19 +239,56 @@ fn sim_long(lane: &LaneRun) -> Result<()> {
     .run()
 }
 
-fn examples(lane: &LaneRun) -> Result<()> {
-    let examples = example_names(&project_root().join("examples"))?;
-    let runnable: Vec<_> = examples
+/// Examples that are programs for `dinah-run` (they fail without it), with
+/// the ranks the `examples` lane starts; it runs the others bare.
+const LAUNCHED_EXAMPLES: &[(&str, u32)] = &[("tcp_hello", 2)];
+
+/// The launcher's bound on the run of each launched example.
+const LAUNCHED_EXAMPLE_LIMIT: Duration = Duration::from_secs(60);
+
+/// How the `examples` lane runs one example.
+#[derive(Debug, PartialEq, Eq)]
+enum ExampleRun<'a> {
+    /// `cargo run --release --example NAME`.
+    Bare(&'a str),
+    /// Under `dinah-run -n RANKS`, built in release.
+    Launched(&'a str, u32),
+}
+
+/// The runs of the `examples` lane, in the order of `names`: every
+/// example but the MPI ones (`mpi_*`, which the `mpi` lane runs).
+fn example_runs(names: &[String]) -> Vec<ExampleRun<'_>> {
+    names
         .iter()
         .filter(|name| !name.starts_with("mpi_"))
-        .collect();
-    if runnable.is_empty() {
+        .map(|name| {
+            match LAUNCHED_EXAMPLES
+                .iter()
+                .find(|(launched, _)| launched == name)
+            {
+                Some(&(_, ranks)) => ExampleRun::Launched(name, ranks),
+                None => ExampleRun::Bare(name),
+            }
+        })
+        .collect()
+}
+
+fn examples(lane: &LaneRun) -> Result<()> {
+    let names = example_names(&project_root().join("examples"))?;
+    let runs = example_runs(&names);
+    if runs.is_empty() {
         bail!("lane `examples`: no examples found under examples/");
     }
-    for name in runnable {
-        lane.cargo(["run", "--release", "--example"])
-            .arg(name)
-            .run()?;
+    for run in runs {
+        match run {
+            ExampleRun::Bare(name) => lane
+                .cargo(["run", "--release", "--example"])
+                .arg(name)
+                .run()?,
+            ExampleRun::Launched(name, ranks) => {
+                demo::run_launched(lane, name, ranks, LAUNCHED_EXAMPLE_LIMIT)?;
+            }
+        }
     }
     Ok(())
 }
@@ -508,6 +553,32 @@ mod tests {
         let listing = "loom::mpmc::race: test\nloom::trace::drain: test\n\n2 tests, 0 benchmarks\n";
         assert_eq!(listed_tests(listing), 2);
         assert_eq!(listed_tests("\n0 tests, 0 benchmarks\n"), 0);
+    }
+
+    #[test]
+    fn the_examples_lane_launches_tcp_hello_with_two_ranks() {
+        let names: Vec<String> = ["core_basics", "mpi_actions", "tcp_demo", "tcp_hello"]
+            .map(String::from)
+            .into();
+        assert_eq!(
+            example_runs(&names),
+            [
+                ExampleRun::Bare("core_basics"),
+                ExampleRun::Bare("tcp_demo"),
+                ExampleRun::Launched("tcp_hello", 2),
+            ]
+        );
+    }
+
+    #[test]
+    fn every_launched_example_exists() {
+        let names = example_names(&project_root().join("examples")).unwrap();
+        for (name, _) in LAUNCHED_EXAMPLES {
+            assert!(
+                names.iter().any(|n| n == name),
+                "examples/{name}.rs is missing"
+            );
+        }
     }
 
     #[test]

@@ -181,3 +181,20 @@ fn core_depends_only_on_the_allowed_crates() {
         );
     }
 }
+
+#[test]
+fn getting_started_shows_the_tcp_hello_example() {
+    // The guide shows the example's code without its `//!` docs and its
+    // `#![expect(...)]`, which only this workspace's lints need.
+    let example = read("examples/tcp_hello.rs");
+    let code: Vec<&str> = example
+        .lines()
+        .filter(|line| !line.starts_with("//!") && !line.starts_with("#![expect("))
+        .collect();
+    let code = code.join("\n");
+    let block = format!("```rust\n{}\n```", code.trim());
+    assert!(
+        read("docs/getting-started.md").contains(&block),
+        "docs/getting-started.md must show examples/tcp_hello.rs as one ```rust block"
+    );
+}
