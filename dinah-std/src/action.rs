@@ -3,10 +3,12 @@
 //! An [`Action`] is a value sent to another rank to be run there; its
 //! [`Action::Output`] comes back. Both are [`WireValue`]s: they encode into
 //! and decode from a sequence of byte **segments** (the frame's payload).
-//! dinah ships codecs for the primitive types, `String`, packed numeric
-//! vectors (`Vec<u8>`, `Vec<u64>`, `Vec<f64>`, ...), `Option` and tuples up
-//! to eight elements. With the `derive` feature (on by default) a struct
-//! or enum of such fields gets both traits from derives:
+//! dinah ships codecs for the primitive types, `String`, `Option`, tuples
+//! up to eight elements, `Result`, `Box`, sequences of any `WireValue`
+//! (`Vec<T>`, `Box<[T]>`, `[T; N]`; packed into one segment for numeric
+//! `T`, otherwise one group of records, see [`SegmentWriter::push_group`])
+//! and maps (`BTreeMap`, `HashMap`). With the `derive` feature (on by
+//! default) a struct or enum of such fields gets both traits from derives:
 //!
 //! ```
 //! # #[cfg(feature = "derive")] {
@@ -80,6 +82,7 @@
 
 #[doc(hidden)]
 pub mod __derive;
+mod collections;
 mod error;
 mod primitives;
 mod segments;
@@ -113,6 +116,42 @@ pub trait WireValue: Sized + Send + 'static {
     /// A [`CodecError`] if the segments are missing, have the wrong length
     /// or hold an invalid value.
     fn decode(input: &mut SegmentReader<'_>) -> Result<Self, CodecError>;
+
+    /// Names the encoding of `Vec<Self>` (and of the other sequences of
+    /// `Self`: `Box<[Self]>`, `[Self; N]`). Override it together with
+    /// [`encode_slice`](Self::encode_slice) and
+    /// [`decode_vec`](Self::decode_vec), as the numeric types do.
+    const VEC_SCHEMA_ID: u64 = composite_schema("dinah.vec", &[Self::SCHEMA_ID]);
+
+    /// Appends the segments of a sequence of values. The default writes one
+    /// group ([`SegmentWriter::push_group`]): the element count as a `u64`,
+    /// then each element's segments, so a sequence of any length takes one
+    /// segment of the frame. The numeric types override it with one packed
+    /// segment.
+    ///
+    /// # Errors
+    ///
+    /// An element's [`CodecError`]; [`CodecError::SequenceTooLong`] if the
+    /// elements encode to no bytes at all and there are more of them than
+    /// their group has bytes (the decoder's bound, see
+    /// [`decode_vec`](Self::decode_vec)).
+    fn encode_slice(items: &[Self], out: &mut SegmentWriter) -> Result<(), CodecError> {
+        collections::encode_group(items, out)
+    }
+
+    /// Reads a sequence written by [`encode_slice`](Self::encode_slice).
+    /// The default refuses a count larger than the group's bytes, so a
+    /// hostile count cannot make it loop or reserve memory beyond what the
+    /// frame holds.
+    ///
+    /// # Errors
+    ///
+    /// [`CodecError::SequenceTooLong`] for such a count, an element's
+    /// [`CodecError`], or [`CodecError::TrailingSegments`] if the group
+    /// holds more than the elements.
+    fn decode_vec(input: &mut SegmentReader<'_>) -> Result<Vec<Self>, CodecError> {
+        collections::decode_group(input)
+    }
 }
 
 /// A typed remote action.

@@ -154,6 +154,31 @@ macro_rules! wire_newtype {
 
 wire_newtype!(Add((u64, u64)), "conformance.Add/1", 0xc0f0_0001, u64);
 wire_newtype!(Echo(Vec<u8>), "conformance.Echo/1", 0xc0f0_0002, Vec<u8>);
+
+/// One item of a [`Catalog`].
+#[derive(WireValue, Debug, Clone, PartialEq)]
+pub(crate) struct Item {
+    pub(crate) name: String,
+    pub(crate) sizes: Vec<u32>,
+}
+
+/// What a [`Catalog`] is about.
+#[derive(WireValue, Debug, Clone, PartialEq)]
+pub(crate) enum Kind {
+    Empty,
+    Single(Item),
+    Tagged { tag: String, weight: f64 },
+}
+
+/// A sequence of structs, a map and an enum in one action: the handler
+/// sends it back with one more entry in the map.
+#[derive(WireValue, Action, Debug, Clone, PartialEq)]
+#[action(name = "conformance.Catalog/1", output = Catalog)]
+pub(crate) struct Catalog {
+    pub(crate) items: Vec<Item>,
+    pub(crate) counts: std::collections::BTreeMap<String, u64>,
+    pub(crate) kind: Kind,
+}
 wire_newtype!(Fail(String), "conformance.Fail/1", 0xc0f0_0003, ());
 wire_newtype!(Explode(String), "conformance.Explode/1", 0xc0f0_0004, ());
 wire_newtype!(Sleep((u64, bool)), "conformance.Sleep/1", 0xc0f0_0005, u64);
@@ -226,6 +251,12 @@ pub(crate) fn register(builder: &mut RuntimeBuilder, state: &Arc<RankState>) {
         .unwrap();
     builder
         .register_in::<Echo, _>(WORK, |Echo(bytes)| Ok(bytes))
+        .unwrap();
+    builder
+        .register_in::<Catalog, _>(WORK, |mut catalog: Catalog| {
+            catalog.counts.insert("served".into(), catalog.items.len() as u64);
+            Ok(catalog)
+        })
         .unwrap();
     builder
         .register_in::<Fail, _>(WORK, |Fail(text)| Err(ActionError::new(text)))
@@ -532,6 +563,7 @@ pub(crate) const CASES: &[(&str, Case)] = &[
     ),
     ("cancel_overtaking_a_burst", cancel_overtaking_a_burst),
     ("runtime_barrier", runtime_barrier),
+    ("collections", collections),
     ("clean_shutdown", clean_shutdown),
     ("shutdown_timeout", shutdown_timeout),
 ];
@@ -561,6 +593,7 @@ macro_rules! conformance_tests {
             many_threads_no_false_refusals,
             cancel_overtaking_a_burst,
             runtime_barrier,
+            collections,
             clean_shutdown,
             shutdown_timeout,
         );
@@ -1038,6 +1071,47 @@ pub(crate) fn runtime_barrier(ctx: &mut RankCtx) -> Ending {
             (world * round..=world * (round + 1)).contains(&counted),
             "round {round}: rank 0 counted {counted} of {world} ranks"
         );
+    }
+    Ending::Clean
+}
+
+/// A sequence of structs, a map and an enum cross to every rank and back:
+/// 300 items (one segment, however many), each kind of variant.
+pub(crate) fn collections(ctx: &mut RankCtx) -> Ending {
+    let client = ctx.rt().client();
+    let me = ctx.rank().get();
+    let kinds = [
+        Kind::Empty,
+        Kind::Single(Item {
+            name: "one".into(),
+            sizes: vec![1, 2, 3],
+        }),
+        Kind::Tagged {
+            tag: format!("rank {me}"),
+            weight: 0.5,
+        },
+    ];
+    for (round, kind) in kinds.into_iter().enumerate() {
+        let catalog = Catalog {
+            items: (0..300_u32)
+                .map(|i| Item {
+                    name: format!("item {i} of rank {me}"),
+                    sizes: (0..i % 5).collect(),
+                })
+                .collect(),
+            counts: [("round".to_owned(), round as u64)].into_iter().collect(),
+            kind,
+        };
+        let calls: Vec<_> = ctx
+            .world()
+            .ranks()
+            .map(|rank| client.spawn_on(rank, catalog.clone()))
+            .collect();
+        for call in calls {
+            let mut expected = catalog.clone();
+            expected.counts.insert("served".into(), 300);
+            assert_eq!(ctx.wait(call).expect("catalog"), expected);
+        }
     }
     Ending::Clean
 }

@@ -45,6 +45,25 @@ pub enum CodecError {
         /// The segment's index.
         index: usize,
     },
+    /// A sequence claims more elements than its group could hold (on
+    /// decoding), or its elements encode to nothing and are more than the
+    /// decoder accepts (on encoding).
+    SequenceTooLong {
+        /// The element count.
+        count: u64,
+    },
+    /// A fixed-size array arrived with another number of elements.
+    ArrayLength {
+        /// The array's length.
+        expected: usize,
+        /// The count found.
+        actual: usize,
+    },
+    /// A map arrived with the same key twice.
+    DuplicateKey {
+        /// The entry's position in the map's group.
+        entry: usize,
+    },
 }
 
 impl fmt::Display for CodecError {
@@ -69,6 +88,13 @@ impl fmt::Display for CodecError {
             Self::InvalidChar { index } => {
                 write!(f, "payload segment {index} is not a unicode scalar value")
             }
+            Self::SequenceTooLong { count } => {
+                write!(f, "a sequence of {count} elements does not fit its group")
+            }
+            Self::ArrayLength { expected, actual } => {
+                write!(f, "an array of {expected} elements arrived with {actual}")
+            }
+            Self::DuplicateKey { entry } => write!(f, "map entry {entry} repeats a key"),
         }
     }
 }

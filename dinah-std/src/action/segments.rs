@@ -10,10 +10,21 @@ use super::CodecError;
 /// Collects the payload segments a [`WireValue`](super::WireValue) encodes
 /// into: one contiguous buffer plus the segment boundaries, so a frame is
 /// assembled with one copy.
+///
+/// # Groups
+///
+/// A frame carries a bounded number of segments
+/// ([`ProtocolLimits::max_segments`](dinah_core::ProtocolLimits)), so a
+/// value made of many parts (a vector of structs, a map) writes them as one
+/// **group** ([`push_group`](Self::push_group)): a single segment holding
+/// the parts as records, each a little-endian `u32` length and its bytes.
+/// Inside a group every `push` writes a record; groups nest.
 #[derive(Default, Clone)]
 pub struct SegmentWriter {
     data: Vec<u8>,
     ends: Vec<usize>,
+    /// How many groups are open: above zero, pushes write records.
+    depth: usize,
 }
 
 impl SegmentWriter {
@@ -22,18 +33,70 @@ impl SegmentWriter {
         Self::default()
     }
 
-    /// Appends one segment holding `bytes`.
+    /// Appends one segment holding `bytes` (inside a group, one record).
     #[inline]
     pub fn push(&mut self, bytes: &[u8]) {
-        self.data.extend_from_slice(bytes);
-        self.ends.push(self.data.len());
+        if self.depth > 0 {
+            self.data.extend_from_slice(&record_len(bytes.len()));
+            self.data.extend_from_slice(bytes);
+        } else {
+            self.data.extend_from_slice(bytes);
+            self.ends.push(self.data.len());
+        }
     }
 
     /// Appends one segment written by `fill` into the shared buffer
-    /// (everything `fill` appends becomes the segment).
+    /// (everything `fill` appends becomes the segment; inside a group, one
+    /// record).
     pub fn push_with(&mut self, fill: impl FnOnce(&mut Vec<u8>)) {
-        fill(&mut self.data);
-        self.ends.push(self.data.len());
+        if self.depth > 0 {
+            let at = self.open_record();
+            fill(&mut self.data);
+            self.close_record(at);
+        } else {
+            fill(&mut self.data);
+            self.ends.push(self.data.len());
+        }
+    }
+
+    /// Appends one segment (inside a group, one record) holding everything
+    /// `encode` pushes, as records (see [Groups](#groups)). If `encode`
+    /// fails, nothing of it is kept.
+    ///
+    /// # Errors
+    ///
+    /// `encode`'s error.
+    pub fn push_group(
+        &mut self,
+        encode: impl FnOnce(&mut SegmentWriter) -> Result<(), CodecError>,
+    ) -> Result<(), CodecError> {
+        let start = self.data.len();
+        let at = (self.depth > 0).then(|| self.open_record());
+        self.depth += 1;
+        let encoded = encode(self);
+        self.depth -= 1;
+        if let Err(error) = encoded {
+            self.data.truncate(start);
+            return Err(error);
+        }
+        match at {
+            Some(at) => self.close_record(at),
+            None => self.ends.push(self.data.len()),
+        }
+        Ok(())
+    }
+
+    /// Reserves a record's length prefix; returns where it is.
+    fn open_record(&mut self) -> usize {
+        let at = self.data.len();
+        self.data.extend_from_slice(&[0; RECORD_PREFIX]);
+        at
+    }
+
+    /// Writes the length of the record whose prefix is at `at`.
+    fn close_record(&mut self, at: usize) {
+        let len = self.data.len() - at - RECORD_PREFIX;
+        self.data[at..at + RECORD_PREFIX].copy_from_slice(&record_len(len));
     }
 
     /// The number of segments so far.
@@ -78,7 +141,19 @@ impl SegmentWriter {
     pub fn clear(&mut self) {
         self.data.clear();
         self.ends.clear();
+        self.depth = 0;
     }
+}
+
+/// Bytes of a record's length prefix in a group.
+pub(super) const RECORD_PREFIX: usize = 4;
+
+/// A record's length prefix. A record longer than `u32::MAX` bytes is
+/// written with the prefix `u32::MAX`: its group is then longer than any
+/// segment the protocol accepts (segments are bounded by a `u32`), so the
+/// frame is refused before it is sent rather than read wrongly.
+fn record_len(len: usize) -> [u8; RECORD_PREFIX] {
+    u32::try_from(len).unwrap_or(u32::MAX).to_le_bytes()
 }
 
 /// The most buffer capacity a thread keeps in its scratch writer between
@@ -95,6 +170,7 @@ thread_local! {
         RefCell::new(SegmentWriter {
             data: Vec::new(),
             ends: Vec::new(),
+            depth: 0,
         })
     };
 }
@@ -142,6 +218,8 @@ enum Source<'a> {
         writer: &'a SegmentWriter,
         next: usize,
     },
+    /// The records of a group not read yet.
+    Group(&'a [u8]),
 }
 
 impl<'a> Iterator for Source<'a> {
@@ -160,6 +238,13 @@ impl<'a> Iterator for Source<'a> {
                 };
                 *next += 1;
                 Some(&writer.data[start..end])
+            }
+            Self::Group(rest) => {
+                let (prefix, after) = rest.split_first_chunk::<RECORD_PREFIX>()?;
+                let len = usize::try_from(u32::from_le_bytes(*prefix)).ok()?;
+                let record = after.get(..len)?;
+                *rest = &after[len..];
+                Some(record)
             }
         }
     }
@@ -199,6 +284,33 @@ impl<'a> SegmentReader<'a> {
         }
     }
 
+    /// A reader over the records of the next segment, a group written by
+    /// [`SegmentWriter::push_group`]. The records are checked as they are
+    /// read: one that claims more bytes than the group holds reads as
+    /// missing, and [`finish`](Self::finish) on the group's reader
+    /// reports bytes left over. Errors of the group's reader count
+    /// segments from the group's start.
+    ///
+    /// # Errors
+    ///
+    /// [`CodecError::MissingSegment`] if there is no next segment.
+    pub fn next_group(&mut self) -> Result<SegmentReader<'a>, CodecError> {
+        let group = self.next_segment()?;
+        Ok(SegmentReader {
+            source: Source::Group(group),
+            taken: 0,
+        })
+    }
+
+    /// Bytes left in this reader's group (0 for a reader of a frame or a
+    /// writer): a bound on how many more records it can hold.
+    pub(crate) fn group_bytes_left(&self) -> usize {
+        match &self.source {
+            Source::Group(rest) => rest.len(),
+            Source::Frame(_) | Source::Writer { .. } => 0,
+        }
+    }
+
     /// The next segment, which must be exactly `N` bytes.
     ///
     /// # Errors
@@ -228,10 +340,15 @@ impl<'a> SegmentReader<'a> {
     #[inline]
     pub fn finish(mut self) -> Result<(), CodecError> {
         let extra = self.source.by_ref().count();
-        if extra == 0 {
+        // A group's bytes that do not form a whole record count as one
+        // more unread segment.
+        let torn = usize::from(matches!(self.source, Source::Group(rest) if !rest.is_empty()));
+        if extra + torn == 0 {
             Ok(())
         } else {
-            Err(CodecError::TrailingSegments { extra })
+            Err(CodecError::TrailingSegments {
+                extra: extra + torn,
+            })
         }
     }
 }
