@@ -10,6 +10,8 @@ pub(crate) struct WireAttrs {
     pub(crate) name: Option<LitStr>,
     /// `crate = "..."`: the path to `dinah_std`.
     pub(crate) krate: Option<Path>,
+    /// `serde`: the value travels through serde as one segment.
+    pub(crate) serde: Option<Path>,
 }
 
 /// What `#[action(...)]` on a type says.
@@ -32,8 +34,12 @@ pub(crate) fn wire_attrs(attrs: &[Attribute]) -> syn::Result<WireAttrs> {
                 set_once(&mut found.name, name_value(&meta)?, &meta)
             } else if meta.path.is_ident("crate") {
                 set_once(&mut found.krate, crate_value(&meta)?, &meta)
+            } else if meta.path.is_ident("serde") {
+                set_once(&mut found.serde, meta.path.clone(), &meta)
             } else {
-                Err(meta.error("unknown `wire` attribute key; expected `name` or `crate`"))
+                Err(meta.error(
+                    "unknown `wire` attribute key; expected `name`, `crate` or `serde`",
+                ))
             }
         })?;
     }
@@ -124,6 +130,10 @@ mod tests {
         ];
         let error = wire_attrs(&twice).err().unwrap();
         assert!(error.to_string().contains("duplicate"));
+
+        let serde: Vec<Attribute> = vec![parse_quote!(#[wire(serde, name = "app.S/1")])];
+        assert!(wire_attrs(&serde).unwrap().serde.is_some());
+        assert!(wire_attrs(&attrs).unwrap().serde.is_none());
 
         let empty: Vec<Attribute> = vec![parse_quote!(#[wire(name = "")])];
         let error = wire_attrs(&empty).err().unwrap();

@@ -142,3 +142,26 @@
 //! struct Wrap(u64);
 //! # let _ = Wrap(0);
 //! ```
+//!
+//! # `#[wire(serde)]` needs a serde type
+//!
+//! ```compile_fail
+//! use dinah_std::WireValue;
+//!
+//! #[derive(WireValue)]
+//! #[wire(serde, name = "doc.Settings/1")]
+//! struct Settings {
+//!     depth: u8,
+//! }
+//! ```
+//!
+//! ```
+//! use dinah_std::WireValue;
+//!
+//! #[derive(WireValue, serde::Serialize, serde::Deserialize)]
+//! #[wire(serde, name = "doc.Settings/1")]
+//! struct Settings {
+//!     depth: u8,
+//! }
+//! # let _ = Settings { depth: 0 }.depth;
+//! ```

@@ -44,6 +44,10 @@ use syn::{DeriveInput, parse_macro_input};
 ///   (default: found from the crate's `Cargo.toml`: `::dinah_std` if it
 ///   depends on `dinah-std`, else `::dinah::std` if it depends on
 ///   `dinah`).
+/// - `serde`: encode the whole value through serde instead, as one
+///   segment in postcard's format, for a type that implements `Serialize`
+///   and `Deserialize` (needs dinah-std's `serde` feature). Its schema ID
+///   digests the name only, as serde describes no layout at compile time.
 ///
 /// ```
 /// use dinah_std::{CodecError, SegmentReader, SegmentWriter, WireValue};

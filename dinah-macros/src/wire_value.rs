@@ -6,7 +6,8 @@ mod fields;
 use proc_macro2::TokenStream;
 use quote::quote;
 use syn::ext::IdentExt;
-use syn::{Data, DeriveInput, Fields, Generics, Path, parse_quote};
+use syn::spanned::Spanned;
+use syn::{Data, DeriveInput, Fields, Generics, Path, parse_quote, parse_quote_spanned};
 
 use crate::attrs::wire_attrs;
 use crate::crate_path;
@@ -34,6 +35,9 @@ pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
         .name
         .map_or_else(|| input.ident.unraw().to_string(), |name| name.value());
     let locals = Locals::new();
+    if let Some(serde) = &attrs.serde {
+        return Ok(serde_impl(input, serde, &name, &krate));
+    }
     let body = match &input.data {
         Data::Struct(data) => struct_body(&data.fields, &name, &krate, &locals)?,
         Data::Enum(data) => enums::body(&input.ident, data, &name, &krate, &locals)?,
@@ -80,6 +84,47 @@ pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
             }
         }
     })
+}
+
+/// `#[wire(serde)]`: the whole value as one segment through serde. The
+/// type's own serde bounds decide what it needs, so the impl asks for
+/// `Self: SerdeValue` instead of bounding the type parameters, and the
+/// error for a type that is not serde (or a build without dinah-std's
+/// `serde` feature) names both.
+fn serde_impl(input: &DeriveInput, serde: &Path, name: &str, krate: &Path) -> TokenStream {
+    let ident = &input.ident;
+    let mut generics = input.generics.clone();
+    // A `WireValue` is `Send + 'static`.
+    for param in generics.type_params_mut() {
+        param.bounds.push(parse_quote!(::core::marker::Send));
+        param.bounds.push(parse_quote!('static));
+    }
+    generics
+        .make_where_clause()
+        .predicates
+        .push(parse_quote_spanned!(serde.span()=> Self: #krate::__derive::SerdeValue));
+    let (impl_generics, type_generics, where_clause) = generics.split_for_impl();
+    quote! {
+        #[automatically_derived]
+        impl #impl_generics #krate::WireValue for #ident #type_generics #where_clause {
+            const SCHEMA_ID: ::core::primitive::u64 = #krate::__derive::serde_schema(#name);
+
+            #[inline]
+            fn encode(
+                &self,
+                out: &mut #krate::SegmentWriter,
+            ) -> ::core::result::Result<(), #krate::CodecError> {
+                #krate::__derive::serde_encode(self, out)
+            }
+
+            #[inline]
+            fn decode(
+                input: &mut #krate::SegmentReader<'_>,
+            ) -> ::core::result::Result<Self, #krate::CodecError> {
+                #krate::__derive::serde_decode(input)
+            }
+        }
+    }
 }
 
 /// A struct: its fields in declaration order, like a tuple of them.

@@ -86,6 +86,7 @@ mod collections;
 mod error;
 mod primitives;
 mod segments;
+mod serde_codec;
 
 pub use error::{ACTION_ERROR_TEXT_CAP, ActionError, CodecError};
 pub(crate) use segments::with_scratch_writer;

@@ -16,7 +16,36 @@
 //! Lengths and counts go in first so that no two layouts digest the same
 //! byte sequence (fields `ab`, `c` differ from `a`, `bc`).
 
-use super::{FNV_OFFSET, combine_schema};
+use super::{CodecError, FNV_OFFSET, SegmentReader, SegmentWriter, combine_schema};
+pub use super::serde_codec::SerdeValue;
+
+/// The schema ID of a type named `name` encoded through serde
+/// (`#[wire(serde)]`): the text `dinah.serde`, then the name. serde gives
+/// no layout to digest at compile time, so the name alone identifies the
+/// encoding; change it when the type changes.
+pub const fn serde_schema(name: &str) -> u64 {
+    text(combine_schema(FNV_OFFSET, b"dinah.serde"), name)
+}
+
+/// `value` through serde, for the derive.
+///
+/// # Errors
+///
+/// As [`SerdeValue::encode_serde`].
+#[inline]
+pub fn serde_encode<T: SerdeValue>(value: &T, out: &mut SegmentWriter) -> Result<(), CodecError> {
+    value.encode_serde(out)
+}
+
+/// A value through serde, for the derive.
+///
+/// # Errors
+///
+/// As [`SerdeValue::decode_serde`].
+#[inline]
+pub fn serde_decode<T: SerdeValue>(input: &mut SegmentReader<'_>) -> Result<T, CodecError> {
+    T::decode_serde(input)
+}
 
 /// The schema ID of a struct named `name` with `fields` (name, schema ID)
 /// in declaration order.

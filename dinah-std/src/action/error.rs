@@ -64,6 +64,12 @@ pub enum CodecError {
         /// The entry's position in the map's group.
         entry: usize,
     },
+    /// A value encoded through serde (`#[wire(serde)]`) could not be
+    /// encoded, or its segment is not exactly one value of its type.
+    Serde {
+        /// The segment's index.
+        index: usize,
+    },
 }
 
 impl fmt::Display for CodecError {
@@ -95,6 +101,9 @@ impl fmt::Display for CodecError {
                 write!(f, "an array of {expected} elements arrived with {actual}")
             }
             Self::DuplicateKey { entry } => write!(f, "map entry {entry} repeats a key"),
+            Self::Serde { index } => {
+                write!(f, "payload segment {index} is not a serde value of its type")
+            }
         }
     }
 }

@@ -59,6 +59,29 @@ impl SegmentWriter {
         }
     }
 
+    /// As [`push_with`](Self::push_with) for a `fill` that can fail: on an
+    /// error nothing of the segment is kept.
+    ///
+    /// # Errors
+    ///
+    /// `fill`'s error.
+    pub fn try_push_with(
+        &mut self,
+        fill: impl FnOnce(&mut Vec<u8>) -> Result<(), CodecError>,
+    ) -> Result<(), CodecError> {
+        let start = self.data.len();
+        let at = (self.depth > 0).then(|| self.open_record());
+        if let Err(error) = fill(&mut self.data) {
+            self.data.truncate(start);
+            return Err(error);
+        }
+        match at {
+            Some(at) => self.close_record(at),
+            None => self.ends.push(self.data.len()),
+        }
+        Ok(())
+    }
+
     /// Appends one segment (inside a group, one record) holding everything
     /// `encode` pushes, as records (see [Groups](#groups)). If `encode`
     /// fails, nothing of it is kept.
