@@ -56,7 +56,13 @@ fn round_trip<T: WireValue + PartialEq + std::fmt::Debug>(value: &T) -> usize {
 #[test]
 fn serde_values_take_one_segment_and_round_trip() {
     assert_eq!(round_trip(&config()), 1);
-    assert_eq!(round_trip(&Tagged { tag: 1, value: vec![config(), config()] }), 1);
+    assert_eq!(
+        round_trip(&Tagged {
+            tag: 1,
+            value: vec![config(), config()]
+        }),
+        1
+    );
     // Inside dinah's own codecs, too: a sequence of them is one group.
     assert_eq!(round_trip(&vec![config(); 3]), 1);
 }

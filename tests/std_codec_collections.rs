@@ -61,7 +61,10 @@ fn a_sequence_of_structs_takes_one_segment_however_long() {
     assert_eq!(round_trip(vec!["a".to_owned(), String::new()]), 1);
     assert_eq!(round_trip(vec![Some(1_u8), None]), 1);
     assert_eq!(
-        round_trip(vec![Shape::Dot(point(1)), Shape::Path(vec![point(2), point(3)])]),
+        round_trip(vec![
+            Shape::Dot(point(1)),
+            Shape::Path(vec![point(2), point(3)])
+        ]),
         1
     );
 }
@@ -69,7 +72,10 @@ fn a_sequence_of_structs_takes_one_segment_however_long() {
 #[test]
 fn numeric_sequences_stay_packed_in_one_segment() {
     let out = encode(&vec![1_u16, 2, 3]).unwrap();
-    assert_eq!(out.segments().collect::<Vec<_>>(), [&[1, 0, 2, 0, 3, 0][..]]);
+    assert_eq!(
+        out.segments().collect::<Vec<_>>(),
+        [&[1, 0, 2, 0, 3, 0][..]]
+    );
     assert_eq!(round_trip([7_u32; 4]), 1);
     assert_eq!(round_trip(vec![1.5_f64; 3].into_boxed_slice()), 1);
     // The schemas of packed sequences are the ones they always had.

@@ -7,7 +7,7 @@
 
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use std::task::{Wake, Waker};
 use std::thread::{self, Thread};
 use std::time::Duration;
@@ -21,29 +21,12 @@ use dinah_std::{
     TrySubmitError,
 };
 
+#[path = "support/gate.rs"]
+mod gate;
+use gate::Gate;
+
 /// Long enough never to expire in a passing run; only a hang would reach it.
 const PATIENCE: Duration = Duration::from_secs(120);
-
-/// A gate jobs wait at until the test opens it.
-#[derive(Default)]
-struct Gate {
-    open: Mutex<bool>,
-    opened: Condvar,
-}
-
-impl Gate {
-    fn wait(&self) {
-        let mut open = self.open.lock().unwrap();
-        while !*open {
-            open = self.opened.wait(open).unwrap();
-        }
-    }
-
-    fn open(&self) {
-        *self.open.lock().unwrap() = true;
-        self.opened.notify_all();
-    }
-}
 
 fn nz(n: usize) -> NonZeroUsize {
     NonZeroUsize::new(n).unwrap()

@@ -7,8 +7,8 @@
 
 use std::future::Future;
 use std::num::NonZeroUsize;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
@@ -22,6 +22,10 @@ use dinah_std::{
     Action, ActionError, BuildError, CodecError, DEFAULT_DOMAIN, FailureKind, Runtime,
     RuntimeBuilder, RuntimeError, SegmentReader, SegmentWriter, SpawnOptions, WireValue, schema_id,
 };
+
+#[path = "support/gate.rs"]
+mod gate;
+use gate::Gate;
 
 /// Echoes its number; fails for odd numbers with the trace it saw.
 struct Probe(u64);
@@ -75,26 +79,6 @@ impl WireValue for Nameless {
 impl Action for Nameless {
     const ID: u128 = 0;
     type Output = ();
-}
-
-#[derive(Default)]
-struct Gate {
-    open: Mutex<bool>,
-    opened: Condvar,
-}
-
-impl Gate {
-    fn open(&self) {
-        *self.open.lock().unwrap() = true;
-        self.opened.notify_all();
-    }
-
-    fn wait(&self) {
-        let mut open = self.open.lock().unwrap();
-        while !*open {
-            open = self.opened.wait(open).unwrap();
-        }
-    }
 }
 
 /// What the `Probe` handler saw last: its trace and its deadline.

@@ -4,7 +4,7 @@
 //! own thread.
 
 use std::collections::BTreeSet;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use dinah_core::{DomainId, ProtocolLimits, Rank, RuntimeLimits, WorldSize};
@@ -12,6 +12,10 @@ use dinah_std::transport::memory::{FaultPlan, SimMode, SimNetwork};
 use dinah_std::{
     Action, CallSet, CallSetFull, Runtime, RuntimeBuilder, RuntimeError, RuntimeThread, WireValue,
 };
+
+#[path = "support/gate.rs"]
+mod gate;
+use gate::Gate;
 
 /// Squares its number.
 #[derive(WireValue, Action)]
@@ -22,26 +26,6 @@ struct Square(u64);
 #[derive(WireValue, Action)]
 #[action(name = "test.many.Held/1", output = u64)]
 struct Held(u64);
-
-#[derive(Default)]
-struct Gate {
-    open: Mutex<bool>,
-    opened: Condvar,
-}
-
-impl Gate {
-    fn open(&self) {
-        *self.open.lock().unwrap() = true;
-        self.opened.notify_all();
-    }
-
-    fn wait(&self) {
-        let mut open = self.open.lock().unwrap();
-        while !*open {
-            open = self.opened.wait(open).unwrap();
-        }
-    }
-}
 
 fn builder(gate: &Arc<Gate>) -> RuntimeBuilder {
     let mut builder =

@@ -37,9 +37,7 @@ pub(crate) fn wire_attrs(attrs: &[Attribute]) -> syn::Result<WireAttrs> {
             } else if meta.path.is_ident("serde") {
                 set_once(&mut found.serde, meta.path.clone(), &meta)
             } else {
-                Err(meta.error(
-                    "unknown `wire` attribute key; expected `name`, `crate` or `serde`",
-                ))
+                Err(meta.error("unknown `wire` attribute key; expected `name`, `crate` or `serde`"))
             }
         })?;
     }

@@ -254,7 +254,9 @@ pub(crate) fn register(builder: &mut RuntimeBuilder, state: &Arc<RankState>) {
         .unwrap();
     builder
         .register_in::<Catalog, _>(WORK, |mut catalog: Catalog| {
-            catalog.counts.insert("served".into(), catalog.items.len() as u64);
+            catalog
+                .counts
+                .insert("served".into(), catalog.items.len() as u64);
             Ok(catalog)
         })
         .unwrap();

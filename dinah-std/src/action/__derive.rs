@@ -16,8 +16,8 @@
 //! Lengths and counts go in first so that no two layouts digest the same
 //! byte sequence (fields `ab`, `c` differ from `a`, `bc`).
 
-use super::{CodecError, FNV_OFFSET, SegmentReader, SegmentWriter, combine_schema};
 pub use super::serde_codec::SerdeValue;
+use super::{CodecError, FNV_OFFSET, SegmentReader, SegmentWriter, combine_schema};
 
 /// The schema ID of a type named `name` encoded through serde
 /// (`#[wire(serde)]`): the text `dinah.serde`, then the name. serde gives

@@ -32,7 +32,8 @@ pub(super) fn encode_group<T: WireValue>(
         }
         // Elements that wrote nothing are bounded as the decoder bounds
         // them: no more than the group's bytes.
-        if group.payload_len() == start && items.len() > COUNT_BYTES + super::segments::RECORD_PREFIX
+        if group.payload_len() == start
+            && items.len() > COUNT_BYTES + super::segments::RECORD_PREFIX
         {
             return Err(CodecError::SequenceTooLong { count });
         }

@@ -102,7 +102,10 @@ impl fmt::Display for CodecError {
             }
             Self::DuplicateKey { entry } => write!(f, "map entry {entry} repeats a key"),
             Self::Serde { index } => {
-                write!(f, "payload segment {index} is not a serde value of its type")
+                write!(
+                    f,
+                    "payload segment {index} is not a serde value of its type"
+                )
             }
         }
     }
