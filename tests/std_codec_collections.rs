@@ -2,7 +2,8 @@
 //! segment (a group of records), numeric sequences packed, maps of either
 //! kind with one schema, and typed errors for every malformed or hostile
 //! input (a torn record, a count larger than its group, a repeated key, an
-//! array of the wrong length).
+//! array of the wrong length). It also keeps the seed corpus of the
+//! `decode_payload` fuzz target equal to what the codecs write.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Debug;
@@ -217,5 +218,86 @@ proptest! {
         let _ = decode_segment::<Vec<Point>>(&segment);
         let _ = decode_segment::<BTreeMap<u8, Vec<String>>>(&segment);
         let _ = decode_segment::<Vec<Vec<Shape>>>(&segment);
+    }
+}
+
+/// The layouts of `fuzz/fuzz_targets/decode_payload.rs`, whose seed corpus
+/// is made from them below.
+mod fuzz_layouts {
+    use dinah_std::WireValue;
+
+    #[derive(WireValue, Debug, Clone, PartialEq)]
+    pub(super) struct Item {
+        pub(super) id: u32,
+        pub(super) name: String,
+        pub(super) sizes: Vec<u16>,
+    }
+
+    #[derive(WireValue, Debug, Clone, PartialEq)]
+    pub(super) enum Kind {
+        Empty,
+        One(Item),
+        Many { items: Vec<Item>, flag: bool },
+    }
+}
+
+/// The seeds of the `decode_payload` fuzz target: one accepted segment
+/// for each kind of group it decodes.
+fn payload_seeds() -> Vec<(&'static str, Vec<u8>)> {
+    use fuzz_layouts::{Item, Kind};
+    let item = |id: u32| Item {
+        id,
+        name: format!("item {id}"),
+        sizes: vec![1, 2, 3],
+    };
+    let segment = |out: SegmentWriter| -> Vec<u8> {
+        let segments: Vec<&[u8]> = out.segments().collect();
+        assert_eq!(segments.len(), 1, "every seed is one segment");
+        segments[0].to_vec()
+    };
+    let items = encode(&vec![item(1), item(2)]).unwrap();
+    let kinds = encode(&vec![
+        Kind::Empty,
+        Kind::One(item(3)),
+        Kind::Many {
+            items: vec![item(4)],
+            flag: true,
+        },
+    ])
+    .unwrap();
+    let map: BTreeMap<String, Vec<u32>> = [("a".to_owned(), vec![1]), ("b".to_owned(), vec![])]
+        .into_iter()
+        .collect();
+    let results = encode(&vec![Ok::<u8, String>(1), Err("no".into())]).unwrap();
+    vec![
+        ("seed-items", segment(items)),
+        ("seed-kinds", segment(kinds)),
+        ("seed-map", segment(encode(&map).unwrap())),
+        ("seed-results", segment(results)),
+    ]
+}
+
+#[test]
+fn payload_fuzz_seeds_match_the_codec() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/decode_payload");
+    let bless = std::env::var_os("DINAH_BLESS_FUZZ_SEEDS").is_some();
+    for (name, bytes) in payload_seeds() {
+        let path = dir.join(name);
+        if bless {
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(&path, &bytes).unwrap();
+        }
+        let stored = std::fs::read(&path).unwrap_or_else(|e| {
+            panic!(
+                "{}: {e} (run with DINAH_BLESS_FUZZ_SEEDS=1)",
+                path.display()
+            )
+        });
+        assert_eq!(
+            stored,
+            bytes,
+            "{} is stale (run with DINAH_BLESS_FUZZ_SEEDS=1)",
+            path.display()
+        );
     }
 }
