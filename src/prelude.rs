@@ -32,8 +32,9 @@
 
 pub use dinah_core::{DomainId, ProtocolLimits, Rank, RuntimeLimits, WorldSize};
 pub use dinah_std::{
-    Action, ActionContext, ActionError, CallSet, DEFAULT_DOMAIN, Runtime, RuntimeBuilder,
-    RuntimeClient, RuntimeError, RuntimeThread, ShutdownReport, SpawnOptions, WireValue,
+    Action, ActionContext, ActionError, Backpressure, CallSet, DEFAULT_DOMAIN, Runtime,
+    RuntimeBuilder, RuntimeClient, RuntimeError, RuntimeThread, ShutdownReport, SpawnOptions,
+    WireValue,
 };
 #[cfg(feature = "tcp")]
 pub use dinah_tcp::{Membership, TcpTransport};

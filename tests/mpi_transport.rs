@@ -1,7 +1,8 @@
 //! MPI-specific transport tests, beyond the conformance suite: the driver
 //! alone (frames of every size, request and buffer reuse, counts back to
-//! zero, small frames sent in batches and handed out one per poll, the
-//! control lane passing a saturated action lane), a clean
+//! zero, small frames sent in batches and handed out one per poll, each
+//! peer's advertised admission capacity, the control lane passing a
+//! saturated action lane), a clean
 //! runtime shutdown with an all-zero report, incompatible and late ranks
 //! at bootstrap (a typed error on every rank, never a hang), deadlines and
 //! cancellations that overtake their requests, and, last, a rank that
@@ -20,6 +21,7 @@ mod conformance;
 #[path = "support/mpi_harness.rs"]
 mod mpi_harness;
 
+use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -333,7 +335,9 @@ fn frames_of_every_size_and_request_reuse(world: &SimpleCommunicator) {
 /// rank on both lanes before its first poll, so the driver sends them in
 /// batches; the receiver takes one event per poll, so batches are handed
 /// out over many polls. Every frame arrives intact, in order per lane,
-/// and every count (frames, bytes, in flight, retained) adds up.
+/// and every count (frames, bytes, in flight, retained) adds up. Each rank
+/// advertises its own admission capacity (10 + its rank), and every handle
+/// knows every peer's from the hellos.
 fn small_frames_in_batches_under_a_budget_of_one(world: &SimpleCommunicator) {
     const ACTION: usize = 300;
     const CONTROL: usize = 40;
@@ -342,8 +346,16 @@ fn small_frames_in_batches_under_a_budget_of_one(world: &SimpleCommunicator) {
         action_queue: 512,
         control_queue: 64,
         retained_bytes: 1 << 20,
+        admission_capacity: 10 + me,
     };
     let (handle, mut driver) = connect_bare(world, config);
+    for peer in handle.world().ranks() {
+        assert_eq!(
+            handle.peer_admission(peer),
+            NonZeroU32::new(10 + peer.get()),
+            "rank {me}: the admission capacity of {peer}"
+        );
+    }
     let (next, previous) = ring(&driver);
     // Sizes 0..=199 and, every 50th frame, the batch marker itself
     // followed by a pattern (it must not be taken for a batch).
@@ -388,6 +400,7 @@ fn flush_posts_queued_frames(world: &SimpleCommunicator) {
         action_queue: 64,
         control_queue: 64,
         retained_bytes: 1 << 20,
+        admission_capacity: 0,
     };
     let (handle, mut driver) = connect_bare(world, config);
     let (next, previous) = ring(&driver);

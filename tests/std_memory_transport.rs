@@ -33,6 +33,7 @@ fn config(queue: usize) -> HandleConfig {
         action_queue: queue,
         control_queue: queue,
         retained_bytes: 1 << 20,
+        admission_capacity: 0,
     }
 }
 

@@ -37,6 +37,7 @@ fn transport_hello() -> TransportHello {
             action_queue: 64,
             control_queue: 16,
             retained_bytes: 1 << 20,
+            admission_capacity: 0,
         },
     }
 }

@@ -6,6 +6,7 @@
 //! turn. Waits are bounded by a generous patience so a broken transport
 //! fails instead of hanging; nothing asserts on elapsed time.
 
+use std::num::NonZeroU32;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -33,6 +34,7 @@ fn roomy() -> HandleConfig {
         action_queue: 8192,
         control_queue: 1024,
         retained_bytes: 512 << 20,
+        admission_capacity: 64,
     }
 }
 
@@ -87,11 +89,18 @@ impl Node {
 
 /// Connects a world of `size` ranks in this process.
 fn connect(size: u32, config: TcpConfig, handle: HandleConfig) -> Vec<Node> {
-    let world = WorldSize::new(size).unwrap();
+    connect_each(config, &vec![handle; size as usize])
+}
+
+/// Connects a world of `handles.len()` ranks in this process, rank `i`
+/// with `handles[i]`.
+fn connect_each(config: TcpConfig, handles: &[HandleConfig]) -> Vec<Node> {
+    let world = WorldSize::new(handles.len() as u32).unwrap();
     let ranks: Vec<_> = Membership::loopback(world)
         .unwrap()
         .into_iter()
-        .map(|membership| {
+        .zip(handles.iter().copied())
+        .map(|(membership, handle)| {
             thread::spawn(move || {
                 TcpTransport::connect_with(membership, transport_hello(handle), config)
             })
@@ -192,6 +201,37 @@ fn every_peer_comes_up_at_world_sizes_1_2_and_4() {
             }
             assert!(node.driver.rejected().is_empty());
             assert_eq!(node.driver.counts().undrained_peers, size - 1);
+        }
+    }
+}
+
+#[test]
+fn every_rank_knows_the_admission_capacity_each_peer_advertised() {
+    // Rank 0 only accepts, rank 2 only dials, rank 1 does both; rank 2
+    // advertises none.
+    let capacities = [7, 9, 0];
+    let handles: Vec<_> = capacities
+        .iter()
+        .map(|&admission_capacity| HandleConfig {
+            admission_capacity,
+            ..roomy()
+        })
+        .collect();
+    let mut nodes = connect_each(TcpConfig::default(), &handles);
+    for node in &mut nodes {
+        // Known by the time the driver exists, before any `PeerUp` is
+        // polled.
+        for peer in node.handle.world().ranks() {
+            assert_eq!(
+                node.handle.peer_admission(peer),
+                NonZeroU32::new(capacities[peer.index()]),
+                "{} about {peer}",
+                node.rank()
+            );
+        }
+        node.poll();
+        for peer in node.handle.world().ranks() {
+            assert_eq!(node.handle.peer_status(peer), PeerStatus::Up);
         }
     }
 }
@@ -501,6 +541,7 @@ fn back_pressure_is_a_typed_refusal_and_memory_stays_bounded() {
         action_queue: 256,
         control_queue: 16,
         retained_bytes: budget,
+        admission_capacity: 0,
     };
     let mut nodes = connect(2, config, handle);
     let (zero, one) = (nodes[0].rank(), nodes[1].rank());

@@ -109,8 +109,10 @@ pub const MAGIC: [u8; 4] = *b"DNAH";
 /// meaning of a field or the registry fingerprint algorithm is a version
 /// bump. Version 2: an origin numbers its request IDs per target in send
 /// order ([`RequestId::in_sequence`](crate::RequestId::in_sequence)), and
-/// a receiver relies on it to deduplicate.
-pub const PROTOCOL_VERSION: u16 = 2;
+/// a receiver relies on it to deduplicate. Version 3: the [`Hello`] record
+/// is [`HELLO_LEN`] = 72 bytes and carries the sender's admission capacity
+/// ([`Hello::admission_capacity`]).
+pub const PROTOCOL_VERSION: u16 = 3;
 
 /// The length of a frame header, in bytes.
 pub const HEADER_LEN: usize = 80;

@@ -456,7 +456,7 @@ proptest! {
 
     #[test]
     fn magic_prefixed_garbage_never_panics(tail in vec(any::<u8>(), 0..200), chunks in chunking()) {
-        let mut bytes = b"DNAH\x02\x00".to_vec();
+        let mut bytes = b"DNAH\x03\x00".to_vec();
         bytes.extend_from_slice(&tail);
         let ctx = stream_ctx(Channel::Control);
         let _ = whole_decode(&ctx, &bytes);
@@ -641,6 +641,7 @@ proptest! {
             1..=SEGMENTS_CAP,
             1..=ERROR_TEXT_CAP,
         ),
+        admission in any::<u32>(),
         position in 0..HELLO_LEN,
         delta in 1..=255u8,
     ) {
@@ -651,7 +652,7 @@ proptest! {
         protocol.max_error_text_bytes = limits.2;
         let hello = Hello::new(
             run_id, rank, world, protocol, Fingerprint::from_u128(fingerprint), channel,
-        ).unwrap();
+        ).unwrap().with_admission_capacity(admission);
         let bytes = hello.encode();
         prop_assert_eq!(Hello::decode(&bytes), Ok(hello));
         let mut corrupted = bytes;
@@ -659,14 +660,18 @@ proptest! {
         if let Ok(decoded) = Hello::decode(&corrupted) {
             prop_assert_ne!(decoded, hello);
             prop_assert_eq!(decoded.encode(), corrupted);
-            // Seen from another rank, the original is accepted and any
-            // corruption that keeps the sender's rank and channel is
-            // refused (it changed the run, world, limits or fingerprint).
+            // Seen from another rank, the original is accepted; a
+            // corruption of the admission capacity alone is accepted too
+            // (capacities are not compared), and any other corruption that
+            // keeps the sender's rank and channel is refused (it changed
+            // the run, world, limits or fingerprint).
             if let Some(other) = world.ranks().find(|&r| r != rank) {
                 let mut local = hello;
                 local.rank = other;
                 prop_assert_eq!(check_compatible(&local, &hello), Ok(()));
-                if decoded.rank == hello.rank && decoded.channel == hello.channel {
+                if decoded.with_admission_capacity(hello.admission_capacity) == hello {
+                    prop_assert_eq!(check_compatible(&local, &decoded), Ok(()));
+                } else if decoded.rank == hello.rank && decoded.channel == hello.channel {
                     prop_assert!(check_compatible(&local, &decoded).is_err());
                 }
             }
@@ -746,7 +751,7 @@ fn seed_corpus() -> Vec<(&'static str, String, Vec<u8>)> {
         seeds.push(("decode_header", format!("seed-{kind}-bad-kind"), bad));
     }
     let mut short = prefix(Channel::Action);
-    short.extend_from_slice(b"DNAH\x02\x00\x01");
+    short.extend_from_slice(b"DNAH\x03\x00\x01");
     seeds.push(("decode_header", "seed-short".into(), short));
 
     for channel in [Channel::Action, Channel::Control] {
@@ -779,7 +784,8 @@ fn seed_corpus() -> Vec<(&'static str, String, Vec<u8>)> {
         Fingerprint::from_u128(0xf1f1),
         Channel::Action,
     )
-    .unwrap();
+    .unwrap()
+    .with_admission_capacity(256);
     seeds.push((
         "decode_hello",
         "seed-action".into(),
@@ -787,9 +793,12 @@ fn seed_corpus() -> Vec<(&'static str, String, Vec<u8>)> {
     ));
     let control = hello.with_channel(Channel::Control).encode().to_vec();
     seeds.push(("decode_hello", "seed-control".into(), control.clone()));
-    let mut bad = control;
+    let mut bad = control.clone();
     bad[58] = 1;
     seeds.push(("decode_hello", "seed-reserved".into(), bad));
+    let mut bad = control;
+    bad[70] = 1;
+    seeds.push(("decode_hello", "seed-reserved-tail".into(), bad));
     seeds
 }
 

@@ -1,9 +1,10 @@
 //! The bootstrap exchange: every rank sends its hello to every other rank
 //! and receives theirs, then judges them all.
 //!
-//! The message on the hello tag is the 64-byte [`Hello`] record of
-//! `dinah_core::wire` (run ID, rank, world size, protocol version and
-//! limits, registry fingerprint) followed by the sender's **session
+//! The message on the hello tag is the [`HELLO_LEN`]-byte [`Hello`] record
+//! of `dinah_core::wire` (run ID, rank, world size, protocol version and
+//! limits, registry fingerprint, admission capacity) followed by the
+//! sender's **session
 //! number** (a little-endian `u64`, unique per transport within a
 //! process). Close markers carry the session number too, so a marker left
 //! over from an earlier transport on a reused communicator context is
@@ -128,11 +129,27 @@ pub(crate) fn verdict(
     Ok(sessions)
 }
 
+/// The admission capacity each peer's hello advertised, indexed by rank
+/// (0 for this rank's own slot, a slot without a valid hello, or a peer
+/// that advertised none).
+pub(crate) fn admissions(slots: &[Slot]) -> Vec<u32> {
+    slots
+        .iter()
+        .map(|slot| match *slot {
+            Slot::Hello(hello, _) => hello.admission_capacity,
+            _ => 0,
+        })
+        .collect()
+}
+
 /// What the exchange leaves behind.
 #[derive(Debug)]
 pub(crate) struct Exchange {
     /// The verdict: every peer's session number, or why not.
     pub(crate) result: Result<Vec<u64>, MpiError>,
+    /// Every peer's advertised admission capacity ([`admissions`]); only
+    /// meaningful when `result` is `Ok`.
+    pub(crate) admissions: Vec<u32>,
     /// Hello sends MPI has not completed yet (handed to the driver, or
     /// abandoned on failure).
     pub(crate) sends: Sends,
@@ -206,6 +223,7 @@ pub(crate) fn exchange(
     }
     Exchange {
         result,
+        admissions: admissions(&slots),
         sends,
         unsettled: left > 0 || receives.len() > 0,
     }
@@ -267,6 +285,22 @@ mod tests {
         let mut corrupt = bytes;
         corrupt[0] ^= 1;
         assert!(matches!(decode(&corrupt), Err(HelloError::BadMagic { .. })));
+    }
+
+    #[test]
+    fn every_peer_hello_gives_its_admission_capacity() {
+        let slots = [
+            Slot::Hello(hello(0, 4, 1).with_admission_capacity(7), 10),
+            Slot::Missing,
+            Slot::Hello(hello(2, 4, 1), 12),
+            Slot::Hello(hello(3, 4, 1).with_admission_capacity(9), 13),
+        ];
+        assert_eq!(admissions(&slots), vec![7, 0, 0, 9]);
+        let bytes = encode(&hello(1, 4, 1).with_admission_capacity(5), 1);
+        let (decoded, _) = decode(&bytes).unwrap();
+        assert_eq!(decoded.admission_capacity, 5);
+        let slots = [Slot::Bad(HelloError::EmptyWorld), Slot::Duplicate];
+        assert_eq!(admissions(&slots), vec![0, 0]);
     }
 
     #[test]

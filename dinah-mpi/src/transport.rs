@@ -80,8 +80,10 @@ impl MpiTransport {
     /// rank of `comm` must call `connect` once, at the same point of its
     /// program), exchanges hellos built from `hello` with every other rank
     /// and checks them (run ID, world size, ranks, protocol version and
-    /// limits, registry fingerprint), then returns the handle and driver
-    /// for the runtime.
+    /// limits, registry fingerprint), records the admission capacity each
+    /// peer advertised on the handle
+    /// ([`TransportHandle::peer_admission`]), then returns the handle and
+    /// driver for the runtime.
     ///
     /// Takes at most [`MpiConfig::bootstrap_timeout`]: a rank that is
     /// late or never connects makes the others fail with
@@ -150,7 +152,10 @@ impl MpiTransport {
                 return Err(error);
             }
         };
+        // Each peer's admission capacity before it is up: a client that
+        // sees it up sees what it advertised.
         for peer in world.ranks().filter(|&peer| peer != me) {
+            handle.set_peer_admission(peer, exchange.admissions[peer.index()]);
             handle.set_peer_status(peer, PeerStatus::Up);
         }
         let driver = MpiDriver::new(Parts {

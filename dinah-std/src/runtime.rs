@@ -61,14 +61,16 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
 pub use builder::{DEFAULT_DOMAIN, RuntimeBuilder};
-pub use caller::{CallSet, CallSetFull, RemoteFuture, Scope, ScopedFuture, SpawnOptions};
+pub use caller::{
+    Backpressure, CallSet, CallSetFull, RemoteFuture, Scope, ScopedFuture, SpawnOptions,
+};
 pub(crate) use client::OwnerLink;
 pub use client::RuntimeClient;
 pub use clock::{SharedClock, StdClock};
 pub use context::ActionContext;
 pub use error::{BuildError, FailureKind, RuntimeError, Side};
 pub use owner::{Progress, ShutdownReport, ShutdownTimeout};
-pub use stats::{CancelsDropped, RuntimeStats, ServeStats};
+pub use stats::{CancelsDropped, FlowStats, RuntimeStats, ServeStats};
 pub use thread::{RuntimeThread, RuntimeThreadError};
 
 use crate::transport::{TransportDriver, TransportEvent, Wakeup};
@@ -113,6 +115,8 @@ pub struct Runtime {
     contexts: Box<[dinah_core::wire::DecodeContext]>,
     events: Vec<TransportEvent>,
     expired: Vec<CallInfo>,
+    /// Calls to this rank released from waiting, being submitted.
+    released: Vec<caller::LocalRelease>,
     /// A cancellation taken from the queue that did not fit the control
     /// lane yet.
     cancel_retry: Option<(dinah_core::Rank, dinah_core::wire::Call)>,

@@ -21,7 +21,10 @@
 //!
 //! The runtime gives a transport what it needs through [`TransportHello`]
 //! (from the runtime builder): the hello template with the registry
-//! fingerprint and protocol limits, and the handle's sizes.
+//! fingerprint and protocol limits, the handle's sizes and the admission
+//! capacity this rank advertises. The transport records what each peer
+//! advertises on the handle
+//! ([`TransportHandle::peer_admission`]).
 
 mod error;
 mod event;
@@ -132,7 +135,8 @@ pub trait TransportDriver {
 
 /// What a transport needs from the runtime before it connects: the hello
 /// every connection starts with (less the rank, world size and lane the
-/// transport fills in) and the sizes of the handle.
+/// transport fills in), the sizes of the handle and the admission capacity
+/// to advertise.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TransportHello {
     /// Identifies the run; peers of another run are refused.
@@ -141,12 +145,16 @@ pub struct TransportHello {
     pub protocol_limits: ProtocolLimits,
     /// Digest of the registered actions.
     pub fingerprint: Fingerprint,
-    /// Sizes of the handle's queues and byte budget.
+    /// Sizes of the handle's queues and byte budget, and the admission
+    /// capacity the hello advertises
+    /// ([`HandleConfig::admission_capacity`]).
     pub handle: HandleConfig,
 }
 
 impl TransportHello {
-    /// The hello `rank` of `world` sends on `channel`.
+    /// The hello `rank` of `world` sends on `channel`, advertising
+    /// [`HandleConfig::admission_capacity`] as its
+    /// [`admission_capacity`](Hello::admission_capacity).
     ///
     /// # Errors
     ///
@@ -165,5 +173,6 @@ impl TransportHello {
             self.fingerprint,
             channel,
         )
+        .map(|hello| hello.with_admission_capacity(self.handle.admission_capacity))
     }
 }

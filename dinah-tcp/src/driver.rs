@@ -109,7 +109,8 @@ const FIRST_BLOCKED_PAUSE: Duration = Duration::from_micros(5);
 
 impl TcpDriver {
     /// Starts the watcher thread and registers `established`'s
-    /// connections with it.
+    /// connections with it; records on `handle` each peer's admission
+    /// capacity, then reports it up.
     pub(crate) fn start(
         handle: TransportHandle,
         established: Established,
@@ -120,6 +121,7 @@ impl TcpDriver {
         let mut peers = Vec::new();
         let mut owed = VecDeque::new();
         let watcher = Watcher::start(me, handle.wakeup().clone())?;
+        let admissions = established.admissions;
         for (index, streams) in established.streams.into_iter().enumerate() {
             let Some([control, action]) = streams else {
                 continue;
@@ -144,6 +146,9 @@ impl TcpDriver {
                 state: PeerState::Up,
                 lanes,
             });
+            // Before `Up`: a client that sees the peer up sees what it
+            // advertised.
+            handle.set_peer_admission(rank, admissions[index]);
             handle.set_peer_status(rank, PeerStatus::Up);
             owed.push_back(TransportEvent::PeerUp { peer: rank });
         }

@@ -220,6 +220,9 @@ mod tests {
             matches!(lane, TcpError::Mismatch { mismatch, .. } if mismatch.field == HelloField::Channel),
             "{lane}"
         );
+        let advertised = hello(1, Channel::Action).with_admission_capacity(9);
+        let remote = check_dialled(&local, &advertised.encode(), rank1, addr()).unwrap();
+        assert_eq!(remote.admission_capacity, 9);
         let garbage = check_dialled(&local, &[0xab; HELLO_LEN], rank1, addr()).unwrap_err();
         assert!(matches!(garbage, TcpError::BadHello { .. }), "{garbage}");
     }
@@ -232,6 +235,14 @@ mod tests {
         assert_eq!(
             check_accepted(&locals, &two.encode(), addr(), free).unwrap(),
             two
+        );
+        // Capacities are the peer's own: kept, not compared.
+        let advertised = two.with_admission_capacity(7);
+        assert_eq!(
+            check_accepted(&locals, &advertised.encode(), addr(), free)
+                .unwrap()
+                .admission_capacity,
+            7
         );
         let lower =
             check_accepted(&locals, &hello(0, Channel::Action).encode(), addr(), free).unwrap_err();

@@ -11,6 +11,10 @@
 //! others. A stranger that fails the handshake is recorded and dropped;
 //! the set-up goes on until every expected connection is up or the
 //! deadline passes.
+//!
+//! Each peer's hellos also carry its admission capacity
+//! ([`Hello::admission_capacity`]); the set-up keeps the one of its action
+//! connection for the driver to record on the handle.
 
 use std::io::{self, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -49,14 +53,18 @@ const MAX_IDLE: Duration = Duration::from_millis(1);
 pub(crate) struct Established {
     /// Per peer rank (`None` at this rank's own index), per channel.
     pub(crate) streams: Vec<Option<[TcpStream; 2]>>,
+    /// Per peer rank, the admission capacity its action hello advertised
+    /// (0 at this rank's own index, or if the peer advertised none).
+    pub(crate) admissions: Vec<u32>,
     /// Errors of refused strangers (at most [`MAX_REJECTIONS`]).
     pub(crate) rejected: Vec<TcpError>,
     /// All refused strangers.
     pub(crate) rejected_total: u64,
 }
 
-/// One dial's outcome: the peer, the channel, the handshaken connection.
-type Dialled = Result<(Rank, Channel, TcpStream), TcpError>;
+/// One dial's outcome: the peer, the channel, the handshaken connection
+/// and the peer's hello.
+type Dialled = Result<(Rank, Channel, TcpStream, Hello), TcpError>;
 
 /// Connects `membership`'s rank to every other rank on both channels.
 ///
@@ -73,6 +81,7 @@ pub(crate) fn establish(
     let (me, world) = (membership.rank(), membership.world());
     let deadline = Instant::now() + config.setup_timeout;
     let mut slots: Vec<[Option<TcpStream>; 2]> = world.ranks().map(|_| [None, None]).collect();
+    let mut admissions = vec![0; world.get() as usize];
     let mut missing = 2 * (world.get() as usize - 1);
     let higher = world.get() - me.get() - 1;
     let listener = match (membership.take_listener(), higher) {
@@ -104,8 +113,9 @@ pub(crate) fn establish(
         // cannot be reached (the dialler stops after it).
         if let Some(dialled) = dialled {
             while let Ok(outcome) = dialled.try_recv() {
-                let (peer, channel, stream) = outcome?;
+                let (peer, channel, stream, remote) = outcome?;
                 slots[peer.index()][channel.index()] = Some(stream);
+                record_admission(&mut admissions, &remote);
                 missing -= 1;
                 busy = true;
             }
@@ -113,7 +123,7 @@ pub(crate) fn establish(
         // Accepted connections.
         let now = Instant::now();
         busy |= accept.accept(now + config.hello_timeout, config.keepalive);
-        busy |= accept.handshakes(now, &hellos, &mut slots, &mut missing);
+        busy |= accept.handshakes(now, &hellos, &mut slots, &mut admissions, &mut missing);
         if missing == 0 {
             break Ok(());
         }
@@ -155,9 +165,19 @@ pub(crate) fn establish(
         .collect();
     Ok(Established {
         streams,
+        admissions,
         rejected: accept.rejected,
         rejected_total: accept.rejected_total,
     })
+}
+
+/// Keeps the admission capacity `remote` advertised, if it opened the
+/// action channel (both of a peer's hellos come from the same runtime; the
+/// action channel's is the one kept).
+fn record_admission(admissions: &mut [u32], remote: &Hello) {
+    if remote.channel == Channel::Action {
+        admissions[remote.rank.index()] = remote.admission_capacity;
+    }
 }
 
 /// The thread dialling the lower ranks, and its results in order.
@@ -199,7 +219,7 @@ fn spawn_dialler(
                         deadline,
                         &stop,
                     )
-                    .map(|stream| (peer, channel, stream));
+                    .map(|(stream, remote)| (peer, channel, stream, remote));
                     let failed = result.is_err();
                     if tx.send(result).is_err() || failed {
                         return;
@@ -214,7 +234,8 @@ fn spawn_dialler(
     }))
 }
 
-/// Dials `peer` at `addr` for `local`'s channel and exchanges hellos.
+/// Dials `peer` at `addr` for `local`'s channel and exchanges hellos;
+/// returns the connection and the peer's hello.
 fn dial(
     peer: Rank,
     addr: SocketAddr,
@@ -222,7 +243,7 @@ fn dial(
     config: &TcpConfig,
     deadline: Instant,
     stop: &AtomicBool,
-) -> Result<TcpStream, TcpError> {
+) -> Result<(TcpStream, Hello), TcpError> {
     let mut backoff = config.backoff_min;
     let mut last_error = None;
     let stream = loop {
@@ -263,8 +284,8 @@ fn dial(
         .write_all(&local.encode())
         .map_err(io(IoOp::Write))?;
     let answer = handshake::read_answer(&stream, peer, addr)?;
-    handshake::check_dialled(local, &answer, peer, addr)?;
-    Ok(stream)
+    let remote = handshake::check_dialled(local, &answer, peer, addr)?;
+    Ok((stream, remote))
 }
 
 /// The accepting side of the set-up.
@@ -314,12 +335,14 @@ impl Accept {
         busy
     }
 
-    /// Reads the pending hellos; accepts the good ones into `slots`.
+    /// Reads the pending hellos; accepts the good ones into `slots`, with
+    /// the admission capacities they advertise into `admissions`.
     fn handshakes(
         &mut self,
         now: Instant,
         hellos: &[Hello; 2],
         slots: &mut [[Option<TcpStream>; 2]],
+        admissions: &mut [u32],
         missing: &mut usize,
     ) -> bool {
         let mut busy = false;
@@ -346,6 +369,7 @@ impl Accept {
             match answered {
                 Ok(remote) => {
                     slots[remote.rank.index()][remote.channel.index()] = Some(pending.stream);
+                    record_admission(admissions, &remote);
                     *missing -= 1;
                 }
                 Err(error) => self.reject(error),

@@ -39,7 +39,10 @@ impl TcpTransport {
     /// Connects this rank to every other rank: binds (or takes) this
     /// rank's listener, dials every lower rank and accepts every higher
     /// one, two connections per peer (control and action), exchanges and
-    /// checks hellos on each, and starts the watcher thread. Blocks until
+    /// checks hellos on each, records the admission capacity each peer
+    /// advertised on the handle
+    /// ([`TransportHandle::peer_admission`]), and starts the watcher
+    /// thread. Blocks until
     /// every connection is up or
     /// [`setup_timeout`](TcpConfig::setup_timeout) passes.
     ///

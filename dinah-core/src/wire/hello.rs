@@ -7,7 +7,7 @@ use super::{Channel, MAGIC, MessageKind, PROTOCOL_VERSION, get, put};
 use crate::{Fingerprint, LimitField, LimitsError, ProtocolLimits, Rank, WorldSize};
 
 /// The length of a hello record, in bytes.
-pub const HELLO_LEN: usize = 64;
+pub const HELLO_LEN: usize = 72;
 
 mod at {
     pub(super) const MAGIC: usize = 0;
@@ -23,6 +23,8 @@ mod at {
     pub(super) const MAX_SEGMENTS: usize = 56;
     pub(super) const RESERVED: usize = 58;
     pub(super) const MAX_ERROR_TEXT: usize = 60;
+    pub(super) const ADMISSION: usize = 64;
+    pub(super) const RESERVED_TAIL: usize = 68;
 }
 
 const _: () = {
@@ -38,13 +40,16 @@ const _: () = {
     assert!(at::MAX_SEGMENTS == at::MAX_SEGMENT + 4);
     assert!(at::RESERVED == at::MAX_SEGMENTS + 2);
     assert!(at::MAX_ERROR_TEXT == at::RESERVED + 2);
-    assert!(at::MAX_ERROR_TEXT + 4 == HELLO_LEN);
+    assert!(at::ADMISSION == at::MAX_ERROR_TEXT + 4);
+    assert!(at::RESERVED_TAIL == at::ADMISSION + 4);
+    assert!(at::RESERVED_TAIL + 4 == HELLO_LEN);
 };
 
 /// One side's handshake record for one channel.
 ///
 /// A hello says who the sender is (run, rank, world), what it speaks
-/// (protocol version, limits) and what it serves (registry fingerprint).
+/// (protocol version, limits), what it serves (registry fingerprint) and
+/// how much work each of its domains admits at once (admission capacity).
 /// It is not a frame: the receiver does not know the sender's rank before
 /// reading it (a TCP acceptor learns it from the hello), so it has its own
 /// fixed [`HELLO_LEN`]-byte layout, decoded without a context. Its first
@@ -67,6 +72,8 @@ const _: () = {
 /// | 56..58 | `max_segments` | `u16` |
 /// | 58..60 | reserved | `u16`, 0 |
 /// | 60..64 | `max_error_text_bytes` | `u32` |
+/// | 64..68 | admission capacity | `u32`, 0: not advertised ([`Hello::admission_capacity`]) |
+/// | 68..72 | reserved | `u32`, 0 |
 ///
 /// [`check_compatible`] then decides whether the peer may join. It checks
 /// one hello against another; that no two connections claim the same
@@ -115,10 +122,17 @@ pub struct Hello {
     pub fingerprint: Fingerprint,
     /// The channel this hello opens.
     pub channel: Channel,
+    /// How many action jobs each of the sender's worker domains admits at
+    /// once, queued or running; 0 = not advertised (a hello not built by a
+    /// runtime). Informative: [`check_compatible`] does not compare it, so
+    /// ranks may advertise different capacities.
+    pub admission_capacity: u32,
 }
 
 impl Hello {
-    /// A hello for this build's [`PROTOCOL_VERSION`].
+    /// A hello for this build's [`PROTOCOL_VERSION`], advertising no
+    /// admission capacity (0; see
+    /// [`with_admission_capacity`](Self::with_admission_capacity)).
     ///
     /// # Errors
     ///
@@ -149,12 +163,20 @@ impl Hello {
             limits,
             fingerprint,
             channel,
+            admission_capacity: 0,
         })
     }
 
     /// The same hello for another channel.
     pub const fn with_channel(mut self, channel: Channel) -> Self {
         self.channel = channel;
+        self
+    }
+
+    /// The same hello advertising `capacity` as the sender's
+    /// [`admission_capacity`](Self::admission_capacity) (0: none).
+    pub const fn with_admission_capacity(mut self, capacity: u32) -> Self {
+        self.admission_capacity = capacity;
         self
     }
 
@@ -195,6 +217,11 @@ impl Hello {
             at::MAX_ERROR_TEXT,
             limits.max_error_text_bytes.to_le_bytes(),
         );
+        put(
+            &mut out,
+            at::ADMISSION,
+            self.admission_capacity.to_le_bytes(),
+        );
         out
     }
 
@@ -227,7 +254,9 @@ impl Hello {
                 code: b[at::CHANNEL],
             });
         };
-        if get::<2, HELLO_LEN>(b, at::RESERVED) != [0, 0] {
+        if get::<2, HELLO_LEN>(b, at::RESERVED) != [0; 2]
+            || get::<4, HELLO_LEN>(b, at::RESERVED_TAIL) != [0; 4]
+        {
             return Err(HelloError::ReservedNotZero);
         }
         let rank = u32::from_le_bytes(get(b, at::RANK));
@@ -253,6 +282,7 @@ impl Hello {
             limits,
             fingerprint: Fingerprint::from_u128(u128::from_le_bytes(get(b, at::FINGERPRINT))),
             channel,
+            admission_capacity: u32::from_le_bytes(get(b, at::ADMISSION)),
         })
     }
 }
@@ -423,7 +453,9 @@ impl core::error::Error for HelloMismatch {}
 /// remote rank different from the local one, channel, each limit
 /// (`max_frame_bytes`, `max_segment_bytes`, `max_segments`,
 /// `max_error_text_bytes`), fingerprint. Limits must be equal, not merely
-/// compatible, so both sides enforce exactly the same bounds.
+/// compatible, so both sides enforce exactly the same bounds. The
+/// [`admission_capacity`](Hello::admission_capacity) is not compared: each
+/// rank advertises its own.
 ///
 /// # Errors
 ///

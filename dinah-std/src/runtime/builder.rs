@@ -357,6 +357,14 @@ impl RuntimeBuilder {
         let (started, queues, jobs) = self.start_domains(domains, handle.rank(), &waker)?;
         let completions = CompletionSet::new(queues);
         let world = handle.world();
+        // Calls are paced per domain of a registered action (the runtime's
+        // own actions run inline and are not paced).
+        let paced = self
+            .registry
+            .iter()
+            .filter(|e| !e.builtin)
+            .map(|e| e.registration.domain)
+            .collect();
         // Each domain's workers reach the runtime through a weak reference
         // entered once per drain (see `OwnerLink`), not one per job.
         let hub = Arc::new_cyclic(|weak| {
@@ -369,7 +377,12 @@ impl RuntimeBuilder {
                 protocol: self.protocol,
                 limits: self.limits,
                 state,
-                calls: Calls::new(self.limits.max_pending_calls as usize, world),
+                calls: Calls::new(
+                    self.limits.max_pending_calls as usize,
+                    handle.clone(),
+                    paced,
+                    self.limits.max_retained_bytes,
+                ),
                 registry: self.registry,
                 domains: Domains::new(started),
                 completions,
@@ -402,6 +415,7 @@ impl RuntimeBuilder {
             driver: Box::new(driver),
             events: Vec::with_capacity(hub.limits.max_progress_events as usize),
             expired: Vec::new(),
+            released: Vec::new(),
             cancel_retry: None,
             waker: std::rc::Rc::new(waker),
             peers_drained: vec![false; world.get() as usize],

@@ -1,17 +1,18 @@
 //! The caller side: issuing calls (`issue.rs`), the table of calls this
-//! rank waits for (`calls.rs`), their futures (`remote_future.rs`), sets
+//! rank waits for (`calls.rs`), paced per target and domain (`flow.rs`), their futures (`remote_future.rs`), sets
 //! of them awaited together (`call_set.rs`) and scopes that bound their
 //! lifetime (`scope.rs`).
 
 mod call_set;
 mod calls;
+mod flow;
 mod issue;
 mod remote_future;
 mod scope;
 
 pub use call_set::{CallSet, CallSetFull};
-pub(crate) use calls::{CallInfo, CallOutcome, Calls, Ticket};
-pub use issue::SpawnOptions;
-pub(crate) use issue::transport_down;
+pub(crate) use calls::{Abandoned, CallInfo, CallOutcome, Calls, LocalRelease, Ticket};
+pub use issue::{Backpressure, SpawnOptions};
+pub(crate) use issue::{submit_local, transport_down};
 pub use remote_future::RemoteFuture;
 pub use scope::{Scope, ScopedFuture};

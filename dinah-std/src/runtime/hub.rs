@@ -17,7 +17,7 @@ use dinah_core::{
 };
 
 use super::barrier::Barriers;
-use super::caller::{Calls, Ticket};
+use super::caller::{Abandoned, Calls, Ticket};
 use super::clock::SharedClock;
 use super::job_outcome::{Completions, JobCompletion};
 use super::registry::Registry;
@@ -51,9 +51,13 @@ impl Hub {
     /// abandoned and queues a best-effort cancellation. Does nothing for a
     /// call that had already ended.
     pub(crate) fn abandon_call(&self, ticket: Ticket) {
-        if let Some(info) = self.calls.abandon(ticket) {
-            Counters::bump(&self.counters.calls_abandoned);
-            self.queue_cancel(info.peer, info.call);
+        match self.calls.abandon(ticket) {
+            Some(Abandoned::Sent(info)) => {
+                Counters::bump(&self.counters.calls_abandoned);
+                self.queue_cancel(info.peer, info.call);
+            }
+            Some(Abandoned::Unsent) => Counters::bump(&self.counters.calls_abandoned),
+            None => {}
         }
     }
 

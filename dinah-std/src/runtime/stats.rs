@@ -45,6 +45,9 @@ pub struct RuntimeStats {
     pub cancels_received: u64,
     /// Best-effort cancellations that were dropped, by cause.
     pub cancels_dropped: CancelsDropped,
+    /// The pacing of this rank's calls (see the runtime guide's "flow
+    /// control" section).
+    pub flow: FlowStats,
     /// The serving side: requests from peers.
     pub serve: ServeStats,
     /// The transport handle's counts.
@@ -76,6 +79,29 @@ impl CancelsDropped {
     pub fn total(&self) -> u64 {
         self.queue_full + self.undeliverable + self.unrecorded
     }
+}
+
+/// How this rank's calls were paced: each keeps at most its share of a
+/// target domain's admission capacity in flight, and the calls beyond it
+/// wait here.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FlowStats {
+    /// Calls waiting for room now (part of
+    /// [`RuntimeStats::pending_calls`]).
+    pub waiting: usize,
+    /// Calls that waited for room since the start.
+    pub waited: u64,
+    /// Calls refused at once because their lane was full and they asked
+    /// to fail fast (part of [`RuntimeStats::calls_refused`]).
+    pub refused_busy: u64,
+    /// Calls that ended here while their target may still run them (a
+    /// deadline, a dropped future), still counted against their lane
+    /// until their late response arrives.
+    pub owed: usize,
+    /// Owed calls whose late response never came: they stopped counting
+    /// when as long again as their deadline had passed.
+    pub owed_expired: u64,
 }
 
 /// What the serving side (requests from peers) holds and has done.
@@ -209,6 +235,7 @@ pub(crate) fn collect(runtime: &Runtime) -> RuntimeStats {
         queued_cancels: hub.cancels.len(),
         cancels_received: Counters::read(&hub.counters.cancels_received),
         cancels_dropped: runtime.cancels_dropped(),
+        flow: hub.calls.flow_stats(),
         serve: ServeStats {
             served: serve.served,
             dedup_entries: runtime.server.dedup_len(),

@@ -1,8 +1,9 @@
 //! The cloneable, thread-safe side of a transport.
 
 use std::fmt;
+use std::num::NonZeroU32;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering};
 
 use crossbeam_queue::ArrayQueue;
 use dinah_core::wire::Channel;
@@ -11,7 +12,8 @@ use dinah_core::{Rank, RuntimeLimits, WorldSize};
 use super::error::{DownReason, SendErrorKind, TrySendError};
 use super::wakeup::Wakeup;
 
-/// Sizes of a handle's bounded state.
+/// What a runtime tells its transport about its side: the handle's sizes
+/// and the admission capacity to advertise.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HandleConfig {
     /// Frames queued on the action lane (requests, results, errors).
@@ -22,16 +24,31 @@ pub struct HandleConfig {
     pub control_queue: usize,
     /// Bytes of frames accepted and not yet completed by the transport.
     pub retained_bytes: u64,
+    /// The admission capacity this rank advertises to its peers in the
+    /// hello (see [`Hello::admission_capacity`]): how many action jobs
+    /// each of its worker domains admits at once, queued or running. 0
+    /// advertises none.
+    ///
+    /// [`Hello::admission_capacity`]: dinah_core::wire::Hello::admission_capacity
+    pub admission_capacity: u32,
 }
 
 impl HandleConfig {
-    /// The sizes a runtime with `limits` needs: `max_send_tickets` action
-    /// frames, `max_cancellations` control frames, `max_retained_bytes`.
+    /// What a runtime with `limits` needs: `max_send_tickets` action
+    /// frames, `max_cancellations` control frames, `max_retained_bytes`,
+    /// and as the admission capacity the jobs each domain can take
+    /// without a refusal: `max_action_queue`, and no more than the dedup
+    /// table holds running requests for every domain at once
+    /// (`max_dedup_entries / max_domains`, at least one). A domain admits
+    /// `max_action_queue` jobs plus one per worker, so the queue alone is
+    /// a lower bound whatever the worker count.
     pub fn from_limits(limits: &RuntimeLimits) -> Self {
+        let per_domain = limits.max_dedup_entries / u32::from(limits.max_domains.max(1));
         Self {
             action_queue: limits.max_send_tickets as usize,
             control_queue: limits.max_cancellations as usize,
             retained_bytes: limits.max_retained_bytes,
+            admission_capacity: limits.max_action_queue.min(per_domain).max(1),
         }
     }
 }
@@ -104,7 +121,8 @@ pub struct HandleCounts {
 }
 
 /// The cloneable, `Send + Sync` side of a transport: bounded per-lane send
-/// queues with byte budgets, peer status, and the owner's [`Wakeup`].
+/// queues with byte budgets, peer status, what each peer advertised as its
+/// admission capacity, and the owner's [`Wakeup`].
 ///
 /// Runtime clients on any thread enqueue frames here with
 /// [`try_send`](Self::try_send); the transport's driver (or its I/O
@@ -119,7 +137,9 @@ pub struct HandleCounts {
 /// overshoot) and read `Acquire`. Peer status and the closed flag are
 /// written `Release` by the driver and read `Acquire`, so a client that
 /// sees `Down` also sees everything the driver did before marking it.
-/// Frames themselves are handed over through `ArrayQueue`, which
+/// Peer admission capacities are likewise stored `Release` and loaded
+/// `Acquire`; a transport records one before it reports the peer `Up`, so
+/// a client that sees `Up` also sees the capacity. Frames themselves are handed over through `ArrayQueue`, which
 /// synchronises its contents.
 #[derive(Clone)]
 pub struct TransportHandle {
@@ -139,6 +159,8 @@ struct HandleState {
     bytes_sent: AtomicU64,
     peers: Box<[AtomicU8]>,
     down_reasons: Box<[AtomicU8]>,
+    /// What each peer advertised as its admission capacity (0: not known).
+    admissions: Box<[AtomicU32]>,
     closed: AtomicBool,
     wakeup: Wakeup,
 }
@@ -179,6 +201,7 @@ impl TransportHandle {
                 frames_sent: AtomicU64::new(0),
                 bytes_sent: AtomicU64::new(0),
                 down_reasons: world.ranks().map(|_| AtomicU8::new(0)).collect(),
+                admissions: world.ranks().map(|_| AtomicU32::new(0)).collect(),
                 peers,
                 closed: AtomicBool::new(false),
                 wakeup: Wakeup::new(),
@@ -383,6 +406,29 @@ impl TransportHandle {
         }
     }
 
+    /// Driver side: records the admission capacity `peer` advertised in
+    /// its hello (0: none). A transport calls it before it reports the
+    /// peer `Up` (with [`set_peer_status`](Self::set_peer_status)); a rank
+    /// outside the world is ignored.
+    pub fn set_peer_admission(&self, peer: Rank, capacity: u32) {
+        if let Some(slot) = self.shared.admissions.get(peer.index()) {
+            slot.store(capacity, Ordering::Release);
+        }
+    }
+
+    /// The admission capacity `peer` advertised: how many action jobs each
+    /// of its worker domains admits at once, queued or running. `None` if
+    /// not known (no hello from it yet, it advertised none, or it is
+    /// outside the world). For this rank itself, the capacity it
+    /// advertises ([`HandleConfig::admission_capacity`]).
+    pub fn peer_admission(&self, peer: Rank) -> Option<NonZeroU32> {
+        if peer == self.shared.rank {
+            return NonZeroU32::new(self.shared.config.admission_capacity);
+        }
+        let slot = self.shared.admissions.get(peer.index())?;
+        NonZeroU32::new(slot.load(Ordering::Acquire))
+    }
+
     /// Driver side: marks `peer` down for `reason` (final; the first
     /// reason recorded is kept). Returns whether this call marked it (it
     /// was not down before).
@@ -499,6 +545,7 @@ mod tests {
             action_queue: 2,
             control_queue: 1,
             retained_bytes: 100,
+            admission_capacity: 5,
         }
     }
 
@@ -619,5 +666,65 @@ mod tests {
         h.try_send(peer, Channel::Control, vec![0; 5]).unwrap();
         assert_eq!(h.discard_queued(), 2);
         assert_eq!(h.counts(), HandleCounts::default());
+    }
+
+    #[test]
+    fn peer_admissions_are_unknown_until_recorded() {
+        let h = handle(3, small());
+        let (one, two) = (
+            Rank::new(1, h.world()).unwrap(),
+            Rank::new(2, h.world()).unwrap(),
+        );
+        // This rank's own is what it advertises.
+        assert_eq!(h.peer_admission(Rank::ZERO), NonZeroU32::new(5));
+        assert_eq!(h.peer_admission(one), None);
+        h.set_peer_admission(one, 7);
+        h.set_peer_admission(two, 0);
+        assert_eq!(h.peer_admission(one), NonZeroU32::new(7));
+        assert_eq!(h.peer_admission(two), None);
+        // The latest hello wins; every clone sees it.
+        h.set_peer_admission(one, 9);
+        assert_eq!(h.clone().peer_admission(one), NonZeroU32::new(9));
+        // Recording this rank's own changes nothing it reports.
+        h.set_peer_admission(Rank::ZERO, 1);
+        assert_eq!(h.peer_admission(Rank::ZERO), NonZeroU32::new(5));
+        // Outside the world: ignored, never known.
+        let stranger = Rank::new(3, WorldSize::new(4).unwrap()).unwrap();
+        h.set_peer_admission(stranger, 4);
+        assert_eq!(h.peer_admission(stranger), None);
+        // A handle that advertises nothing reports nothing for itself.
+        let quiet = handle(
+            2,
+            HandleConfig {
+                admission_capacity: 0,
+                ..small()
+            },
+        );
+        assert_eq!(quiet.peer_admission(Rank::ZERO), None);
+    }
+
+    #[test]
+    fn the_config_from_limits_advertises_the_action_queue() {
+        let mut limits = RuntimeLimits::DEFAULT;
+        limits.max_action_queue = 17;
+        let config = HandleConfig::from_limits(&limits);
+        assert_eq!(config.admission_capacity, 17);
+        assert_eq!(
+            HandleConfig::default().admission_capacity,
+            RuntimeLimits::DEFAULT.max_action_queue
+        );
+        let h = handle(2, config);
+        assert_eq!(h.peer_admission(Rank::ZERO), NonZeroU32::new(17));
+    }
+
+    #[test]
+    fn the_advertised_capacity_fits_the_dedup_table_for_every_domain() {
+        let mut limits = RuntimeLimits::DEFAULT;
+        limits.max_action_queue = 64;
+        limits.max_dedup_entries = 40;
+        limits.max_domains = 4;
+        assert_eq!(HandleConfig::from_limits(&limits).admission_capacity, 10);
+        limits.max_dedup_entries = 3;
+        assert_eq!(HandleConfig::from_limits(&limits).admission_capacity, 1);
     }
 }

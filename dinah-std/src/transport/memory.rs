@@ -7,6 +7,13 @@
 //! [`TransportHandle`] and [`SimDriver`], the same pair a TCP or MPI
 //! transport returns, so a runtime cannot tell the difference.
 //!
+//! There is no hello exchange: peers learn each other's admission
+//! capacity ([`HandleConfig::admission_capacity`], read back with
+//! [`TransportHandle::peer_admission`]) when their endpoints are taken.
+//! Taking an endpoint records, on its handle, the capacity of every peer
+//! whose endpoint was taken before, and on each of those peers' handles,
+//! its own.
+//!
 //! # The model
 //!
 //! The network holds one FIFO queue per (source, destination, lane). A
@@ -206,6 +213,13 @@ impl SimNetwork {
     /// The driver reports `PeerUp` for every peer not already down on its
     /// first poll. Frames sent to a rank before its endpoint is taken wait
     /// in the network.
+    ///
+    /// Peers learn each other's admission capacity when their endpoints
+    /// are taken: the new handle knows the
+    /// [`admission_capacity`](HandleConfig::admission_capacity) of every
+    /// peer whose endpoint was taken before, and those peers' handles
+    /// learn `config.admission_capacity`
+    /// ([`TransportHandle::peer_admission`]).
     ///
     /// # Errors
     ///

@@ -19,13 +19,15 @@ fn hello(index: u32) -> Hello {
         Channel::Action,
     )
     .unwrap()
+    .with_admission_capacity(0x0102_0304)
 }
 
 const GOLDEN: &str = concat!(
-    "444e4148020005010200000004000000",
+    "444e4148030005010200000004000000",
     "1032547698badcfeefcdab8967452301",
     "ffeeddccbbaa99887766554433221100",
     "00000001000000014000000000100000",
+    "0403020100000000",
 );
 
 fn hex(bytes: &[u8]) -> std::string::String {
@@ -41,6 +43,45 @@ fn encoding_matches_the_documented_layout_and_round_trips() {
     let control = hello.with_channel(Channel::Control);
     assert_eq!(control.encode()[7], 0);
     assert_eq!(Hello::decode(&control.encode()), Ok(control));
+}
+
+#[test]
+fn the_admission_capacity_round_trips_and_defaults_to_zero() {
+    let plain = Hello::new(
+        RUN,
+        rank(1),
+        world(),
+        ProtocolLimits::DEFAULT,
+        Fingerprint::from_u128(1),
+        Channel::Control,
+    )
+    .unwrap();
+    assert_eq!(plain.admission_capacity, 0);
+    assert_eq!(plain.encode()[64..72], [0; 8]);
+    assert_eq!(Hello::decode(&plain.encode()), Ok(plain));
+    for capacity in [1, 256, u32::MAX] {
+        let advertised = plain.with_admission_capacity(capacity);
+        assert_eq!(advertised.admission_capacity, capacity);
+        let bytes = advertised.encode();
+        assert_eq!(bytes[64..68], capacity.to_le_bytes());
+        assert_eq!(bytes[68..72], [0; 4]);
+        assert_eq!(Hello::decode(&bytes), Ok(advertised));
+        // The other channel's hello keeps it.
+        assert_eq!(
+            advertised.with_channel(Channel::Action).admission_capacity,
+            capacity
+        );
+    }
+}
+
+#[test]
+fn admission_capacities_are_not_compared() {
+    let local = hello(0).with_admission_capacity(7);
+    for capacity in [0, 7, 9, u32::MAX] {
+        let remote = hello(1).with_admission_capacity(capacity);
+        assert_eq!(check_compatible(&local, &remote), Ok(()));
+        assert_eq!(check_compatible(&remote, &local), Ok(()));
+    }
 }
 
 #[test]
@@ -84,10 +125,11 @@ fn golden() -> Vec<u8> {
 
 #[test]
 fn every_decode_rejection() {
-    expect(golden()[..63].to_vec(), HelloError::WrongLength { len: 63 });
+    expect(golden()[..71].to_vec(), HelloError::WrongLength { len: 71 });
+    expect(golden()[..64].to_vec(), HelloError::WrongLength { len: 64 });
     let mut long = golden();
     long.push(0);
-    expect(long, HelloError::WrongLength { len: 65 });
+    expect(long, HelloError::WrongLength { len: 73 });
     expect(
         patched(golden(), 0, b"HTTP"),
         HelloError::BadMagic { found: *b"HTTP" },
@@ -103,6 +145,9 @@ fn every_decode_rejection() {
     );
     expect(patched(golden(), 58, &[1]), HelloError::ReservedNotZero);
     expect(patched(golden(), 59, &[1]), HelloError::ReservedNotZero);
+    for at in 68..72 {
+        expect(patched(golden(), at, &[1]), HelloError::ReservedNotZero);
+    }
     expect(
         patched(golden(), 12, &0u32.to_le_bytes()),
         HelloError::EmptyWorld,
@@ -176,7 +221,7 @@ fn every_mismatch_names_its_field_with_both_values() {
                 ..peer
             },
             HelloField::Version,
-            2,
+            PROTOCOL_VERSION.into(),
             1,
         ),
         (Hello { run_id: 5, ..peer }, HelloField::RunId, RUN, 5),
@@ -263,13 +308,13 @@ fn every_mismatch_names_its_field_with_both_values() {
         // The first difference wins: version before run id.
         (
             Hello {
-                protocol_version: 3,
+                protocol_version: PROTOCOL_VERSION + 1,
                 run_id: 1,
                 ..peer
             },
             HelloField::Version,
-            2,
-            3,
+            PROTOCOL_VERSION.into(),
+            (PROTOCOL_VERSION + 1).into(),
         ),
     ];
     for (remote, field, l, r) in cases {

@@ -12,32 +12,51 @@
 //! the call and sends it in one critical section; a send the transport
 //! refuses gives the ID back.
 //!
+//! Calls are paced per (target, domain) lane (see `flow.rs`): a call
+//! beyond its lane's window **waits** in the table, with its encoded
+//! frame and without a request ID, in a second deadline table of its own
+//! (`calls/waiting.rs`). When a call of the lane ends, the owner sends the
+//! oldest waiting one, stamping its ID then. A call that failed here while
+//! its target may still run it stays in the pending table as **owed**,
+//! counted against its lane, until its late response arrives or its owed
+//! deadline passes.
+//!
 //! A [`Ticket`] (slot index plus generation) names a call from its future;
 //! the generation makes a stale ticket harmless after the slot is reused.
 //! No user code runs under the lock, and wakers are woken after it is
 //! released.
 //!
-//! Every change to the pending table publishes the table's earliest
-//! deadline in an atomic (on release of the lock, or at once when a new
-//! call is due before all others), so the owner's checks that run every round of progress
-//! (anything to expire? how long may the owner wait?) read one atomic
-//! instead of taking the lock. A call begun on another thread meanwhile
-//! is seen at the next round: the client that began it has woken the
-//! owner anyway.
+//! Every change to the deadline tables publishes their earliest deadline
+//! in an atomic (on release of the lock, or at once when a new call is
+//! due before all others), so the owner's checks that run every round of
+//! progress (anything to expire? how long may the owner wait?) read one
+//! atomic instead of taking the lock. A call begun on another thread
+//! meanwhile is seen at the next round: the client that began it has
+//! woken the owner anyway.
+
+mod ending;
+mod waiting;
 
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use dinah_core::wire::{Call, Header};
+use dinah_core::wire::{Call, Channel, Header, stamp_request_id};
 use dinah_core::{
-    Instant, LateResult, PendingSlot, PendingTable, Rank, RequestId, RequestSequencer, WorldSize,
+    DomainId, Instant, LateResult, MAX_TABLE_CAPACITY, PendingSlot, PendingTable, Rank, RequestId,
+    RequestSequencer,
 };
 
+use super::flow::{Flow, LaneId};
 use crate::domain::JobCanceller;
 use crate::runtime::error::RuntimeError;
+use crate::runtime::stats::FlowStats;
+use crate::transport::{TransportHandle, TrySendError};
+
+pub(crate) use waiting::LocalRelease;
+use waiting::Waiting;
 
 /// How a call ended, as delivered to its future.
 pub(crate) enum CallOutcome {
@@ -63,6 +82,17 @@ pub(crate) struct Ticket {
     generation: u32,
 }
 
+/// How a call beyond its lane's window is treated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pacing {
+    /// Not paced (the runtime's own actions, run inline at the target).
+    None,
+    /// Waits for room.
+    Wait,
+    /// Refused at once.
+    FailFast,
+}
+
 enum State {
     Vacant,
     Waiting(Option<Waker>),
@@ -75,33 +105,111 @@ struct Slot {
     state: State,
     /// Cancels the job of a local call.
     canceller: Option<JobCanceller>,
+    /// The lane the call is paced in.
+    lane: Option<LaneId>,
+    /// The call's frame while it waits for room in its lane.
+    waiting: Option<Waiting>,
+}
+
+/// What the pending table holds per request ID.
+#[derive(Debug, Clone, Copy)]
+enum Entry {
+    /// A call waiting for its outcome, in this slot.
+    Call(u32),
+    /// A call this rank no longer waits for whose target may still be
+    /// running it, counted against this lane.
+    Owed(LaneId),
 }
 
 struct Inner {
-    pending: PendingTable<u32, Box<[PendingSlot<u32>]>>,
+    pending: PendingTable<Entry, Box<[PendingSlot<Entry>]>>,
+    /// Calls waiting for room in their lane, by their waiting key.
+    held: PendingTable<u32, Box<[PendingSlot<u32>]>>,
+    /// The next waiting key.
+    next_key: u64,
     slots: Box<[Slot]>,
     free: Vec<u32>,
     /// The next request ID to each target.
     ids: RequestSequencer<Box<[u64]>>,
+    flow: Flow,
+    /// Owed entries in `pending`.
+    owed: usize,
+    /// Bytes of the frames of waiting calls.
+    held_bytes: u64,
+    /// Waiting calls to this rank released by the owner, to submit.
+    local: Vec<LocalRelease>,
+    counts: FlowCounts,
+}
+
+/// Counts of the pacing of calls since the start.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct FlowCounts {
+    /// Calls that waited for room in their lane.
+    waited: u64,
+    /// Calls refused at once because their lane was full
+    /// ([`Pacing::FailFast`]).
+    refused_busy: u64,
+    /// Owed calls whose late response never came (their owed deadline
+    /// passed).
+    owed_expired: u64,
+}
+
+/// A call its caller stopped waiting for ([`Calls::abandon`]).
+#[derive(Debug)]
+pub(crate) enum Abandoned {
+    /// It was sent: its target may run it, so a cancellation should
+    /// follow.
+    Sent(CallInfo),
+    /// It was still waiting for room: never sent, nothing to cancel.
+    Unsent,
+}
+
+/// How [`Calls::begin`] recorded a call.
+#[derive(Debug)]
+pub(crate) enum Begun {
+    /// Sent to a peer.
+    Sent(Ticket),
+    /// Waiting for room in its lane; sent (or submitted) later.
+    Waiting(Ticket),
+    /// A call to this rank, recorded: submit it now.
+    Local(LocalRelease),
 }
 
 /// Why [`Calls::begin`] did not record a call.
 #[derive(Debug)]
-pub(crate) enum BeginError<E> {
+pub(crate) enum BeginError {
     /// Every slot of the table is taken.
     Full,
     /// This rank's request IDs to the target are used up.
     Exhausted,
-    /// The send refused the call (the call is forgotten, its ID unused).
-    Send(E),
+    /// The lane is full and the call asked to fail fast.
+    Busy,
+    /// The frames of waiting calls would exceed their byte budget.
+    WaitingBytes,
+    /// The transport refused the call (the call is forgotten, its ID
+    /// unused).
+    Send(TrySendError),
 }
 
 pub(crate) struct Calls {
     inner: Mutex<Inner>,
-    /// The earliest deadline of a waiting call in nanoseconds
-    /// ([`NO_DEADLINE`] if none), as of the last release of the lock.
+    /// The earliest deadline in the tables in nanoseconds ([`NO_DEADLINE`]
+    /// if none), as of the last release of the lock.
     earliest: AtomicU64,
     capacity: usize,
+    handle: TransportHandle,
+    /// The most bytes waiting calls' frames may hold.
+    held_budget: u64,
+    /// Set when `Inner::local` has calls to submit.
+    local_ready: AtomicBool,
+    /// Bytes of waiting calls' frames sent since the owner last took them.
+    released_bytes: AtomicU64,
+    /// Waiting calls that failed when released, since the owner last took
+    /// them.
+    release_failures: AtomicU64,
+    /// Set when the transport refused a released call for now: the owner
+    /// retries the waiting lanes.
+    stalled: AtomicBool,
 }
 
 /// What [`Calls::earliest`] holds while no call is waiting (or only calls
@@ -133,7 +241,6 @@ impl Drop for Locked<'_> {
     fn drop(&mut self) {
         let earliest = self
             .inner
-            .pending
             .next_deadline()
             .map_or(NO_DEADLINE, Instant::as_nanos);
         if self.earliest.load(Ordering::Relaxed) != earliest {
@@ -142,12 +249,106 @@ impl Drop for Locked<'_> {
     }
 }
 
+impl Inner {
+    fn next_deadline(&self) -> Option<Instant> {
+        match (self.pending.next_deadline(), self.held.next_deadline()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Finishes the call in `slot` with `outcome`; returns its waker.
+    fn finish(&mut self, slot: u32, outcome: CallOutcome) -> Option<Waker> {
+        let entry = &mut self.slots[slot as usize];
+        entry.canceller = None;
+        match std::mem::replace(&mut entry.state, State::Ready(outcome)) {
+            State::Waiting(waker) => waker,
+            _ => None,
+        }
+    }
+
+    fn release_slot(&mut self, slot: u32) {
+        let entry = &mut self.slots[slot as usize];
+        entry.generation = entry.generation.wrapping_add(1);
+        entry.info = None;
+        entry.state = State::Vacant;
+        entry.canceller = None;
+        entry.lane = None;
+        entry.waiting = None;
+        self.free.push(slot);
+    }
+
+    /// Keeps the sent call `id` of `lane` counted until its late response
+    /// arrives or `until`; if the owed entries already take the table's
+    /// spare half (the other half is for calls waiting for an outcome),
+    /// its count ends now. Returns the lane if its count ended.
+    fn owe(&mut self, id: RequestId, lane: LaneId, until: Option<Instant>) -> Option<LaneId> {
+        let spare = self.pending.capacity().saturating_sub(self.slots.len());
+        let Some(until) = until.filter(|_| self.owed < spare) else {
+            return Some(lane);
+        };
+        match self.pending.insert(id, until, Entry::Owed(lane)) {
+            Ok(()) => {
+                self.owed += 1;
+                None
+            }
+            Err(_) => Some(lane),
+        }
+    }
+}
+
+/// Wakers collected under the lock, woken after it: the first without
+/// allocating (a completion wakes one call, nearly always).
+#[derive(Default)]
+pub(super) struct Wakers {
+    first: Option<Waker>,
+    rest: Vec<Waker>,
+}
+
+impl Wakers {
+    pub(super) fn push(&mut self, waker: Option<Waker>) {
+        let Some(waker) = waker else { return };
+        match self.first {
+            None => self.first = Some(waker),
+            Some(_) => self.rest.push(waker),
+        }
+    }
+
+    pub(super) fn wake(self) {
+        self.first
+            .into_iter()
+            .chain(self.rest)
+            .for_each(Waker::wake);
+    }
+}
+
+/// How long a call that failed here at `failed` stays owed: as long again
+/// as its deadline, `after`. A target that honours the deadline it was
+/// given has long finished the job by then; only its response can be
+/// missing (dropped because nobody waited for it any more).
+fn owed_until(failed: Instant, after: Duration) -> Instant {
+    failed.checked_add(after).unwrap_or(Instant::MAX)
+}
+
 impl Calls {
     /// A table for `capacity` calls (non-zero, at most the core tables'
-    /// maximum: validated limits guarantee both) to ranks of `world`.
-    pub(crate) fn new(capacity: usize, world: WorldSize) -> Self {
-        let storage: Box<[PendingSlot<u32>]> = (0..capacity).map(|_| PendingSlot::EMPTY).collect();
+    /// maximum: validated limits guarantee both) paced per target rank and
+    /// per domain of `domains`, sent through `handle`, whose waiting
+    /// frames hold at most `held_budget` bytes.
+    pub(crate) fn new(
+        capacity: usize,
+        handle: TransportHandle,
+        domains: Vec<DomainId>,
+        held_budget: u64,
+    ) -> Self {
+        let world = handle.world();
+        // Room for every call plus as many owed ones.
+        let entries = capacity.saturating_mul(2).min(MAX_TABLE_CAPACITY);
+        let storage: Box<[PendingSlot<Entry>]> = (0..entries).map(|_| PendingSlot::EMPTY).collect();
         let pending =
+            PendingTable::with_storage(storage).expect("validated limits size the pending table");
+        let storage: Box<[PendingSlot<u32>]> = (0..capacity).map(|_| PendingSlot::EMPTY).collect();
+        let held =
             PendingTable::with_storage(storage).expect("validated limits size the pending table");
         let slots = (0..capacity)
             .map(|_| Slot {
@@ -155,6 +356,8 @@ impl Calls {
                 info: None,
                 state: State::Vacant,
                 canceller: None,
+                lane: None,
+                waiting: None,
             })
             .collect();
         let free = (0..capacity as u32).rev().collect();
@@ -164,17 +367,30 @@ impl Calls {
         Self {
             inner: Mutex::new(Inner {
                 pending,
+                held,
+                next_key: 1,
                 slots,
                 free,
                 ids,
+                flow: Flow::new(domains, world, capacity),
+                owed: 0,
+                held_bytes: 0,
+                local: Vec::new(),
+                counts: FlowCounts::default(),
             }),
             earliest: AtomicU64::new(NO_DEADLINE),
             capacity,
+            handle,
+            held_budget,
+            local_ready: AtomicBool::new(false),
+            released_bytes: AtomicU64::new(0),
+            release_failures: AtomicU64::new(0),
+            stalled: AtomicBool::new(false),
         }
     }
 
-    /// The lock, for reads and for changes that leave the pending table's
-    /// earliest deadline as it is (or publish it themselves, as
+    /// The lock, for reads and for changes that leave the earliest
+    /// deadline as it is (or publish it themselves, as
     /// [`begin`](Self::begin) does): nothing published on release.
     fn lock_slots(&self) -> MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
@@ -190,25 +406,53 @@ impl Calls {
         }
     }
 
-    /// Records a new call with `deadline` under the next request ID to
-    /// `info.peer`, and calls `send` with that ID while the table is still
-    /// locked, so that the IDs to each target follow send order. If `send`
-    /// refuses, nothing is recorded and the ID goes to the next call.
-    /// Returns the call's ticket and ID (`info.call.request` is replaced).
+    /// Publishes `deadline` at once if it is due before everything else
+    /// (a new entry can only bring the earliest deadline forward).
+    fn publish_new(&self, deadline: Instant) {
+        let due = deadline.as_nanos();
+        if due < self.earliest.load(Ordering::Relaxed) {
+            self.earliest.store(due, Ordering::Release);
+        }
+    }
+
+    /// Records a new call with `deadline` and `frame` (a request frame
+    /// whose ID is stamped here).
     ///
-    /// `send` runs under the table's lock: it must be short and must not
-    /// touch the table (hand a frame to the transport without waking
-    /// anyone; wake after this returns).
-    pub(crate) fn begin<E>(
+    /// If its lane has room (or `pacing` is [`Pacing::None`]), the call
+    /// takes the next request ID to `info.peer` and, to a peer, is handed
+    /// to the transport while the table is still locked, so that the IDs
+    /// to each target follow send order; a send the transport refuses
+    /// records nothing and gives the ID to the next call. A call to this
+    /// rank comes back as [`Begun::Local`], for the caller to submit.
+    ///
+    /// If the lane is full, the call waits ([`Pacing::Wait`]) or is
+    /// refused ([`Pacing::FailFast`]).
+    pub(crate) fn begin(
         &self,
         mut info: CallInfo,
         deadline: Instant,
-        send: impl FnOnce(RequestId) -> Result<(), E>,
-    ) -> Result<(Ticket, RequestId), BeginError<E>> {
-        // A new call changes the earliest deadline only if it is due
-        // before every waiting one: published below, not on release.
+        mut frame: Vec<u8>,
+        pacing: Pacing,
+    ) -> Result<Begun, BeginError> {
         let mut guard = self.lock_slots();
         let inner = &mut *guard;
+        let lane = match pacing {
+            Pacing::None => None,
+            Pacing::Wait | Pacing::FailFast => inner.flow.lane(info.peer, info.call.domain),
+        };
+        if let Some(lane) = lane {
+            let window = inner.flow.window(&self.handle, info.peer);
+            if !inner.flow.has_room(lane, window) {
+                if pacing == Pacing::FailFast {
+                    inner.counts.refused_busy += 1;
+                    return Err(BeginError::Busy);
+                }
+                let ticket = self.hold(inner, info, deadline, frame, lane)?;
+                drop(guard);
+                self.publish_new(deadline);
+                return Ok(Begun::Waiting(ticket));
+            }
+        }
         let id = inner
             .ids
             .peek(info.peer)
@@ -216,29 +460,55 @@ impl Calls {
         let Some(slot) = inner.free.pop() else {
             return Err(BeginError::Full);
         };
-        if inner.pending.insert(id, deadline, slot).is_err() {
+        if inner
+            .pending
+            .insert(id, deadline, Entry::Call(slot))
+            .is_err()
+        {
             inner.free.push(slot);
             return Err(BeginError::Full);
         }
-        if let Err(refused) = send(id) {
-            inner.pending.remove(id);
-            inner.free.push(slot);
-            return Err(BeginError::Send(refused));
-        }
+        stamp_request_id(&mut frame, id).expect("a request frame was just encoded");
+        let local = info.peer == self.handle.rank();
+        let frame = if local {
+            Some(frame)
+        } else {
+            match self
+                .handle
+                .try_send_quiet(info.peer, Channel::Action, frame)
+            {
+                Ok(()) => None,
+                Err(refused) => {
+                    inner.pending.remove(id);
+                    inner.free.push(slot);
+                    return Err(BeginError::Send(refused));
+                }
+            }
+        };
         inner.ids.commit(info.peer);
-        let due = deadline.as_nanos();
-        if due < self.earliest.load(Ordering::Relaxed) {
-            self.earliest.store(due, Ordering::Release);
+        if let Some(lane) = lane {
+            inner.flow.take(lane);
         }
         info.call.request = id;
         let entry = &mut inner.slots[slot as usize];
         entry.info = Some(info);
         entry.state = State::Waiting(None);
+        entry.lane = lane;
         let ticket = Ticket {
             slot,
             generation: entry.generation,
         };
-        Ok((ticket, id))
+        drop(guard);
+        self.publish_new(deadline);
+        Ok(match frame {
+            Some(frame) => Begun::Local(LocalRelease {
+                ticket,
+                info,
+                deadline,
+                frame,
+            }),
+            None => Begun::Sent(ticket),
+        })
     }
 
     /// Polls the call: its outcome once it finished (freeing the slot),
@@ -265,20 +535,11 @@ impl Calls {
                 else {
                     unreachable!("matched Ready above")
                 };
-                Self::release(&mut inner, ticket.slot);
+                inner.release_slot(ticket.slot);
                 Poll::Ready(outcome)
             }
             State::Vacant => Poll::Ready(CallOutcome::Failed(RuntimeError::Cancelled)),
         }
-    }
-
-    fn release(inner: &mut Inner, slot: u32) {
-        let entry = &mut inner.slots[slot as usize];
-        entry.generation = entry.generation.wrapping_add(1);
-        entry.info = None;
-        entry.state = State::Vacant;
-        entry.canceller = None;
-        inner.free.push(slot);
     }
 
     /// Remembers how to cancel the job of the local call `ticket`.
@@ -295,31 +556,46 @@ impl Calls {
         canceller.cancel();
     }
 
-    /// The future was dropped: forgets the call. Returns its identity if it
-    /// was still waiting (so a cancellation should be sent), after
-    /// cancelling a local call's job.
-    pub(crate) fn abandon(&self, ticket: Ticket) -> Option<CallInfo> {
-        let (info, canceller) = {
+    /// The future was dropped: forgets the call, if it was still waiting
+    /// for its outcome, after cancelling a local call's job. A sent call
+    /// stays owed to its lane until its late response arrives or as long
+    /// again as its deadline has passed.
+    pub(crate) fn abandon(&self, ticket: Ticket) -> Option<Abandoned> {
+        let mut wake = Wakers::default();
+        let (abandoned, canceller) = {
             let mut inner = self.lock();
             let entry = inner.slots.get_mut(ticket.slot as usize)?;
             if entry.generation != ticket.generation {
                 return None;
             }
             let waiting = matches!(entry.state, State::Waiting(_));
-            let info = entry.info;
+            let (info, lane) = (entry.info, entry.lane);
             let canceller = entry.canceller.take();
-            if waiting {
-                if let Some(info) = info {
-                    inner.pending.remove(info.call.request);
+            let abandoned = match info {
+                Some(_) if waiting && Self::unhold(&mut inner, ticket.slot) => {
+                    Some(Abandoned::Unsent)
                 }
-            }
-            Self::release(&mut inner, ticket.slot);
-            (if waiting { info } else { None }, canceller)
+                Some(info) if waiting => {
+                    let id = info.call.request;
+                    let until = inner.pending.deadline(id);
+                    inner.pending.remove(id);
+                    let until = until.map(|at| owed_until(at, info.deadline_after));
+                    if let Some(done) = lane.and_then(|lane| inner.owe(id, lane, until)) {
+                        inner.flow.give(done);
+                        self.release_lane(&mut inner, done, &mut wake);
+                    }
+                    Some(Abandoned::Sent(info))
+                }
+                _ => None,
+            };
+            inner.release_slot(ticket.slot);
+            (abandoned, canceller)
         };
-        if let (Some(_), Some(canceller)) = (info, canceller) {
+        if let (Some(_), Some(canceller)) = (&abandoned, canceller) {
             canceller.cancel();
         }
-        info
+        wake.wake();
+        abandoned
     }
 
     /// Is the call still waiting for its outcome?
@@ -330,119 +606,65 @@ impl Calls {
         })
     }
 
-    /// Finishes `request` with the outcome `make` builds from its identity.
+    /// Finishes `request`, answered by `from`, with the outcome `make`
+    /// builds from its identity; its lane's next waiting call goes out.
     ///
     /// # Errors
     ///
     /// [`LateResult`] if `request` is not pending (expired, dropped, or
-    /// already finished); nothing changes.
+    /// already finished); an owed call's count ends, nothing else changes.
     pub(crate) fn complete(
         &self,
+        from: Rank,
         request: RequestId,
         make: impl FnOnce(&CallInfo) -> CallOutcome,
     ) -> Result<(), LateResult> {
-        let waker = {
+        let mut wake = Wakers::default();
+        let result = {
             let mut inner = self.lock();
-            let slot = inner.pending.complete(request)?;
-            let entry = &mut inner.slots[slot as usize];
-            let info = entry.info.expect("a pending slot has its call");
-            entry.canceller = None;
-            Self::finish(entry, make(&info))
-        };
-        if let Some(waker) = waker {
-            waker.wake();
-        }
-        Ok(())
-    }
-
-    fn finish(entry: &mut Slot, outcome: CallOutcome) -> Option<Waker> {
-        match std::mem::replace(&mut entry.state, State::Ready(outcome)) {
-            State::Waiting(waker) => waker,
-            _ => None,
-        }
-    }
-
-    /// Fails up to `max` calls whose deadline passed by `now` with
-    /// `DeadlineExceeded`, earliest first, appending their identities to
-    /// `expired` (for cancellations).
-    pub(crate) fn expire(&self, now: Instant, max: usize, expired: &mut Vec<CallInfo>) {
-        // Nothing due (as of the last release of the lock): no lock.
-        if now.as_nanos() < self.earliest.load(Ordering::Acquire) {
-            return;
-        }
-        let mut wakers = Vec::new();
-        let mut cancellers = Vec::new();
-        {
-            let mut inner = self.lock();
-            for _ in 0..max {
-                let Some((_, slot)) = inner.pending.pop_expired(now) else {
-                    break;
-                };
-                let entry = &mut inner.slots[slot as usize];
-                let info = entry.info.expect("a pending slot has its call");
-                let error = RuntimeError::DeadlineExceeded {
-                    after: info.deadline_after,
-                };
-                wakers.extend(Self::finish(entry, CallOutcome::Failed(error)));
-                cancellers.extend(entry.canceller.take());
-                expired.push(info);
-            }
-        }
-        cancellers.iter().for_each(|c| {
-            c.cancel();
-        });
-        wakers.into_iter().for_each(Waker::wake);
-    }
-
-    /// Fails every call to `peer` with `error`; returns how many.
-    pub(crate) fn fail_peer(&self, peer: Rank, error: &RuntimeError) -> usize {
-        self.fail_where(|info| info.peer == peer, |_| error.clone(), &mut Vec::new())
-    }
-
-    /// Fails every pending call with the error `make` builds, appending
-    /// their identities to `failed`; returns how many.
-    pub(crate) fn fail_all(
-        &self,
-        make: impl Fn(&CallInfo) -> RuntimeError,
-        failed: &mut Vec<CallInfo>,
-    ) -> usize {
-        self.fail_where(|_| true, make, failed)
-    }
-
-    fn fail_where(
-        &self,
-        select: impl Fn(&CallInfo) -> bool,
-        make: impl Fn(&CallInfo) -> RuntimeError,
-        failed: &mut Vec<CallInfo>,
-    ) -> usize {
-        let mut wakers = Vec::new();
-        let mut cancellers = Vec::new();
-        let mut count = 0;
-        {
-            let mut inner = self.lock();
-            let Inner { pending, slots, .. } = &mut *inner;
-            for entry in slots.iter_mut() {
-                let Some(info) = entry.info else { continue };
-                if !matches!(entry.state, State::Waiting(_)) || !select(&info) {
-                    continue;
+            match inner.pending.get(request).copied() {
+                Some(Entry::Call(slot)) => {
+                    let entry = &inner.slots[slot as usize];
+                    let info = entry.info.expect("a pending slot has its call");
+                    let lane = entry.lane;
+                    let until = (info.peer != from)
+                        .then(|| inner.pending.deadline(request))
+                        .flatten();
+                    inner.pending.remove(request);
+                    wake.push(inner.finish(slot, make(&info)));
+                    // A reply from another rank fails the call, but its
+                    // target may still run it: it stays owed.
+                    let done = match lane {
+                        Some(lane) if info.peer != from => {
+                            let until = until.map(|at| owed_until(at, info.deadline_after));
+                            inner.owe(request, lane, until)
+                        }
+                        lane => lane,
+                    };
+                    if let Some(lane) = done {
+                        inner.flow.give(lane);
+                        self.release_lane(&mut inner, lane, &mut wake);
+                    }
+                    Ok(())
                 }
-                pending.remove(info.call.request);
-                wakers.extend(Self::finish(entry, CallOutcome::Failed(make(&info))));
-                cancellers.extend(entry.canceller.take());
-                failed.push(info);
-                count += 1;
+                Some(Entry::Owed(lane)) if inner.flow.peer(lane) == from => {
+                    inner.pending.remove(request);
+                    inner.owed -= 1;
+                    inner.flow.give(lane);
+                    self.release_lane(&mut inner, lane, &mut wake);
+                    Err(LateResult { id: request })
+                }
+                _ => Err(LateResult { id: request }),
             }
-        }
-        cancellers.iter().for_each(|c| {
-            c.cancel();
-        });
-        wakers.into_iter().for_each(Waker::wake);
-        count
+        };
+        wake.wake();
+        result
     }
 
-    /// Calls waiting for an outcome.
+    /// Calls waiting for an outcome (sent, or waiting for room).
     pub(crate) fn pending(&self) -> usize {
-        self.lock_slots().pending.len()
+        let inner = self.lock_slots();
+        inner.pending.len() - inner.owed + inner.held.len()
     }
 
     /// Slots in use: waiting calls plus finished ones whose future has not
@@ -462,6 +684,18 @@ impl Calls {
 
     pub(crate) fn capacity(&self) -> usize {
         self.capacity
+    }
+
+    /// The pacing of calls so far.
+    pub(crate) fn flow_stats(&self) -> FlowStats {
+        let inner = self.lock_slots();
+        FlowStats {
+            waiting: inner.held.len(),
+            waited: inner.counts.waited,
+            refused_busy: inner.counts.refused_busy,
+            owed: inner.owed,
+            owed_expired: inner.counts.owed_expired,
+        }
     }
 }
 

@@ -4,12 +4,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dinah_core::wire::{
-    Call, Channel, DecodeContext, HEADER_LEN, Header, RelativeDeadline, TraceId, stamp_request_id,
+    Call, Channel, DecodeContext, HEADER_LEN, Header, RelativeDeadline, TraceId,
 };
-use dinah_core::{ActionId, Instant, LimitField, Rank, RequestId, RuntimeState};
+use dinah_core::{ActionId, LimitField, Rank, RequestId, RuntimeState};
 
 use super::RemoteFuture;
-use super::calls::{BeginError, CallInfo, Ticket};
+use super::calls::{BeginError, Begun, CallInfo, LocalRelease, Pacing, Ticket};
 use crate::action::Action;
 use crate::domain::JobCanceller;
 use crate::runtime::RuntimeClient;
@@ -18,7 +18,9 @@ use crate::runtime::frames;
 use crate::runtime::hub::{Counters, Hub};
 use crate::runtime::job::{self, Refusal, Request};
 use crate::runtime::job_outcome::JobKey;
-use crate::transport::{DownReason, PeerStatus, SendErrorKind, TransportError, TrySendError};
+use crate::transport::{
+    DownReason, PeerStatus, SendErrorKind, TransportError, TransportHandle, TrySendError,
+};
 
 /// Options of one call.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -32,6 +34,27 @@ pub struct SpawnOptions {
     /// ([`ActionContext::trace`](crate::ActionContext::trace)) and the
     /// caller finds in a handler's failure, for tracing across ranks.
     pub trace: Option<TraceId>,
+    /// What happens when this rank already has its share of the target
+    /// domain's capacity in flight.
+    pub backpressure: Backpressure,
+}
+
+/// What a call does when this rank already keeps its share of the target
+/// domain's admission capacity in flight (see the runtime guide's "flow
+/// control" section).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Backpressure {
+    /// The call waits on this rank, in order, and is sent as soon as an
+    /// earlier call to the same rank and domain ends; its deadline runs
+    /// while it waits.
+    #[default]
+    Wait,
+    /// The call fails at once with
+    /// [`RuntimeError::ResourceExhausted`] (`max_action_queue`, on the
+    /// target's side): the target would have no room for it. Nothing is
+    /// sent.
+    FailFast,
 }
 
 impl SpawnOptions {
@@ -39,13 +62,19 @@ impl SpawnOptions {
     pub fn deadline(deadline: Duration) -> Self {
         Self {
             deadline: Some(deadline),
-            trace: None,
+            ..Self::default()
         }
     }
 
     /// These options with a trace ID.
     pub fn with_trace(mut self, trace: TraceId) -> Self {
         self.trace = Some(trace);
+        self
+    }
+
+    /// These options with `backpressure`.
+    pub fn with_backpressure(mut self, backpressure: Backpressure) -> Self {
+        self.backpressure = backpressure;
         self
     }
 }
@@ -136,78 +165,86 @@ impl RuntimeClient {
             call,
             deadline_after: after,
         };
-        if rank == hub.rank {
-            return self.issue_local(info, deadline, frame);
-        }
+        let pacing = match (entry.builtin, options.backpressure) {
+            // The runtime's own actions run inline: they take no place in
+            // a domain.
+            (true, _) => Pacing::None,
+            (false, Backpressure::Wait) => Pacing::Wait,
+            (false, Backpressure::FailFast) => Pacing::FailFast,
+        };
         let len = frame.len() as u64;
-        let begun = hub.calls.begin(info, deadline, |id| {
-            let mut frame = frame;
-            stamp_request_id(&mut frame, id).expect("a request frame was just encoded");
-            hub.handle.try_send_quiet(rank, Channel::Action, frame)
-        });
-        match begun {
-            Ok((ticket, _)) => {
+        match hub.calls.begin(info, deadline, frame, pacing) {
+            Ok(Begun::Sent(ticket)) => {
                 hub.handle.wakeup().wake();
                 hub.metrics.record_bytes_sent(len);
                 Ok(ticket)
             }
-            Err(BeginError::Send(refused)) => Err(send_refusal(hub, rank, refused)),
-            Err(BeginError::Full) => Err(exhausted(LimitField::MaxPendingCalls)),
-            Err(BeginError::Exhausted) => Err(exhausted(LimitField::MaxPendingCalls)),
-        }
-    }
-
-    /// A call to this rank: the same job a request from a peer runs (its
-    /// input and output go through the codec), submitted from this thread
-    /// to the action's domain; no transport, no dedup.
-    fn issue_local(
-        &self,
-        info: CallInfo,
-        deadline: Instant,
-        mut frame: Vec<u8>,
-    ) -> Result<Ticket, RuntimeError> {
-        let hub = &*self.hub;
-        let begun = hub.calls.begin(info, deadline, |_| Ok::<(), ()>(()));
-        let (ticket, id) = match begun {
-            Ok(begun) => begun,
-            Err(_) => return Err(exhausted(LimitField::MaxPendingCalls)),
-        };
-        stamp_request_id(&mut frame, id).expect("a request frame was just encoded");
-        // The job reads the frame as one that arrived: through its header.
-        let ctx = DecodeContext::new(Channel::Action, hub.rank, hub.world, hub.protocol)
-            .expect("validated limits, a rank of the world");
-        let header = Header::decode(&frame[..HEADER_LEN], &ctx).expect("a frame this rank encoded");
-        let request = Request {
-            origin: hub.rank,
-            call: Call {
-                request: id,
-                ..info.call
-            },
-            deadline,
-            header,
-        };
-        let domain = request.call.domain;
-        let submitted = hub.domains.with(domain, |pool| {
-            let completions = hub.completions.of(domain).ok_or(Refusal::NoSuchDomain)?;
-            let key = JobKey::Local { request: id };
-            job::submit(pool, completions, key, request, frame, None)
-                .map(|job| JobCanceller::new(job, pool.id(), pool.instrumentation().cloned()))
-        });
-        match submitted.unwrap_or(Err(Refusal::NoSuchDomain)) {
-            Ok(canceller) => {
-                hub.calls.attach_canceller(ticket, canceller);
+            Ok(Begun::Waiting(ticket)) => Ok(ticket),
+            Ok(Begun::Local(release)) => {
+                let (ticket, request) = (release.ticket, release.info.call.request);
+                submit_local(hub, release)
+                    .inspect_err(|_| hub.calls.unsubmitted(ticket, request, None))?;
                 Ok(ticket)
             }
-            Err(refusal) => {
-                // Never ran: forget the call without a cancellation.
-                let _ = hub.calls.abandon(ticket);
-                Err(match refusal {
-                    Refusal::QueueFull => exhausted(LimitField::MaxActionQueue),
-                    Refusal::ShuttingDown => RuntimeError::ShuttingDown,
-                    Refusal::NoSuchDomain => RuntimeError::UnknownDomain { domain },
-                })
+            Err(BeginError::Send(refused)) => Err(send_refusal(hub, rank, refused)),
+            Err(BeginError::Full | BeginError::Exhausted) => {
+                Err(exhausted(LimitField::MaxPendingCalls))
             }
+            Err(BeginError::WaitingBytes) => Err(exhausted(LimitField::MaxRetainedBytes)),
+            // The target's domain has no room for this rank's call.
+            Err(BeginError::Busy) => Err(RuntimeError::ResourceExhausted {
+                limit: LimitField::MaxActionQueue,
+                side: if rank == hub.rank {
+                    Side::Local
+                } else {
+                    Side::Remote
+                },
+            }),
         }
+    }
+}
+
+/// Submits a call to this rank: the same job a request from a peer runs
+/// (its input and output go through the codec), submitted from this
+/// thread to the action's domain; no transport, no dedup.
+///
+/// # Errors
+///
+/// Why the domain did not take it; the caller forgets or fails the call.
+pub(crate) fn submit_local(hub: &Hub, release: LocalRelease) -> Result<(), RuntimeError> {
+    let LocalRelease {
+        ticket,
+        info,
+        deadline,
+        frame,
+    } = release;
+    // The job reads the frame as one that arrived: through its header.
+    let ctx = DecodeContext::new(Channel::Action, hub.rank, hub.world, hub.protocol)
+        .expect("validated limits, a rank of the world");
+    let header = Header::decode(&frame[..HEADER_LEN], &ctx).expect("a frame this rank encoded");
+    let request = Request {
+        origin: hub.rank,
+        call: info.call,
+        deadline,
+        header,
+    };
+    let domain = request.call.domain;
+    let key = JobKey::Local {
+        request: info.call.request,
+    };
+    let submitted = hub.domains.with(domain, |pool| {
+        let completions = hub.completions.of(domain).ok_or(Refusal::NoSuchDomain)?;
+        job::submit(pool, completions, key, request, frame, None)
+            .map(|job| JobCanceller::new(job, pool.id(), pool.instrumentation().cloned()))
+    });
+    match submitted.unwrap_or(Err(Refusal::NoSuchDomain)) {
+        Ok(canceller) => {
+            hub.calls.attach_canceller(ticket, canceller);
+            Ok(())
+        }
+        Err(Refusal::QueueFull) => Err(exhausted(LimitField::MaxActionQueue)),
+        Err(Refusal::ShuttingDown) => Err(RuntimeError::ShuttingDown),
+        Err(Refusal::NoSuchDomain) => Err(RuntimeError::UnknownDomain { domain }),
     }
 }
 
@@ -234,10 +271,12 @@ fn send_refusal(hub: &Hub, peer: Rank, refused: TrySendError) -> RuntimeError {
 
 /// The error for a call to a peer the transport reports down.
 pub(crate) fn transport_down(hub: &Hub, peer: Rank) -> RuntimeError {
-    let reason = hub
-        .handle
-        .down_reason(peer)
-        .unwrap_or(DownReason::LocalClose);
+    down(&hub.handle, peer)
+}
+
+/// The error for a call to a peer `handle` reports down.
+pub(crate) fn down(handle: &TransportHandle, peer: Rank) -> RuntimeError {
+    let reason = handle.down_reason(peer).unwrap_or(DownReason::LocalClose);
     RuntimeError::Transport {
         peer,
         error: TransportError::PeerDown { peer, reason },

@@ -56,19 +56,20 @@ impl Runtime {
                     if let Message::Request { call, .. } = *decoded.header().message() {
                         let failure = RuntimeError::Transport { peer: to, error };
                         let counts = &mut self.counts;
-                        let _ = self.hub.calls.complete(call.request, |_| {
+                        let _ = self.hub.calls.complete(to, call.request, |_| {
                             counts.failed();
                             CallOutcome::Failed(failure)
                         });
                     }
                 }
             }
+            // Its hello arrived: its window may be larger than assumed.
+            TransportEvent::PeerUp { peer } => self.hub.calls.pump_peer(peer),
             TransportEvent::PeerDrained { peer } => {
                 if let Some(drained) = self.peers_drained.get_mut(peer.index()) {
                     *drained = true;
                 }
             }
-            _ => {}
         }
     }
 
@@ -97,7 +98,7 @@ impl Runtime {
         match *header.message() {
             Message::Error { call, code } => {
                 let text = frame.error_text().unwrap_or("");
-                let late = hub.calls.complete(call.request, |info| {
+                let late = hub.calls.complete(from, call.request, |info| {
                     if info.peer != from || info.call.action != call.action {
                         counts.failed();
                         return CallOutcome::Failed(mismatch(from));
@@ -126,7 +127,7 @@ impl Runtime {
                 server.on_request(hub, from, call, until, (header, bytes), now);
             }
             Message::Result { call } => {
-                let late = hub.calls.complete(call.request, |info| {
+                let late = hub.calls.complete(from, call.request, |info| {
                     if info.peer != from || info.call.action != call.action {
                         counts.failed();
                         return CallOutcome::Failed(mismatch(from));

@@ -4,6 +4,7 @@ use dinah_core::Instant;
 use dinah_core::wire::Channel;
 
 use crate::runtime::Runtime;
+use crate::runtime::caller::submit_local;
 use crate::runtime::error::RuntimeError;
 use crate::runtime::frames;
 use crate::runtime::hub::Counters;
@@ -23,6 +24,8 @@ pub struct Progress {
     pub cancels_sent: usize,
     /// Queued responses handed to the transport.
     pub responses_sent: usize,
+    /// Calls to this rank that waited for room, submitted to their domain.
+    pub released: usize,
     /// Dedup entries dropped after their TTL.
     pub dedup_expired: usize,
     /// Whether the driver reported activity.
@@ -38,6 +41,7 @@ impl Progress {
                 + self.expired
                 + self.cancels_sent
                 + self.responses_sent
+                + self.released
                 + self.dedup_expired
                 > 0
     }
@@ -85,11 +89,14 @@ impl Runtime {
         progress.events = self.handle_events(now);
         progress.completions = self.handle_completions(budget, now);
         progress.expired = self.expire_calls(budget, now);
+        // Calls whose release the transport refused for now, tried again.
+        let retried = self.hub.calls.retry_stalled();
+        progress.released = self.submit_released();
         progress.cancels_sent = self.pump_cancels(budget);
         progress.responses_sent = self.server.flush(&self.hub, budget, now);
         progress.dedup_expired = self.server.expire(now, budget);
         self.hub.barriers.expire(now);
-        if progress.may_have_queued() {
+        if retried || progress.may_have_queued() {
             let (sent, events) = self.flush(budget, now);
             progress.transport_active |= sent;
             progress.events += events;
@@ -117,6 +124,9 @@ impl Runtime {
     /// Adds the round's counts (the owner's and the serving side's) to the
     /// shared metrics.
     pub(crate) fn publish_counts(&mut self) {
+        self.counts.bytes_sent(self.hub.calls.take_released_bytes());
+        let failed = self.hub.calls.take_release_failures();
+        self.counts.failed_calls(failed as usize);
         let served = self.server.take_metrics();
         self.counts.add_served(&served);
         self.counts.publish(&self.hub.metrics);
@@ -132,15 +142,42 @@ impl Runtime {
         self.counts.failed_calls(failed);
     }
 
+    /// Submits the calls to this rank that waited for room and were
+    /// released since the last round; returns how many.
+    fn submit_released(&mut self) -> usize {
+        let mut released = std::mem::take(&mut self.released);
+        let mut count = 0;
+        // A call that cannot be submitted makes room for the next one,
+        // which may be released in turn.
+        loop {
+            self.hub.calls.take_local_releases(&mut released);
+            if released.is_empty() {
+                break;
+            }
+            for release in released.drain(..) {
+                let ticket = release.ticket;
+                let request = release.info.call.request;
+                if let Err(error) = submit_local(&self.hub, release) {
+                    self.counts.failed();
+                    self.hub.calls.unsubmitted(ticket, request, Some(error));
+                }
+                count += 1;
+            }
+        }
+        self.released = released;
+        count
+    }
+
     fn expire_calls(&mut self, budget: usize, now: Instant) -> usize {
         let mut expired = std::mem::take(&mut self.expired);
         expired.clear();
-        self.hub.calls.expire(now, budget, &mut expired);
+        let unsent = self.hub.calls.expire(now, budget, &mut expired);
+        (0..unsent).for_each(|_| self.counts.deadline_expiry());
         for info in &expired {
             self.counts.deadline_expiry();
             self.hub.queue_cancel(info.peer, info.call);
         }
-        let count = expired.len();
+        let count = expired.len() + unsent;
         self.expired = expired;
         count
     }

@@ -217,7 +217,21 @@ impl NetState {
 
     /// Hands `me`'s endpoint its handle: queues `PeerUp` for every peer not
     /// already down and marks the down ones on the handle.
+    ///
+    /// There is no hello exchange; the admission capacities are exchanged
+    /// here instead: the new handle learns every already-claimed peer's
+    /// (before its driver reports any `PeerUp`), and every already-claimed
+    /// peer's handle learns `me`'s. A peer claimed later exchanges them
+    /// when it is, so until then this handle does not know its capacity
+    /// even though its driver reports it up.
     pub(super) fn claim(&mut self, me: Rank, handle: &TransportHandle) {
+        let capacity = handle.config().admission_capacity;
+        for (peer, other) in self.world.ranks().zip(&self.ranks) {
+            if let Some(theirs) = other.handle.as_ref().filter(|_| peer != me) {
+                handle.set_peer_admission(peer, theirs.config().admission_capacity);
+                theirs.set_peer_admission(me, capacity);
+            }
+        }
         let rank = &mut self.ranks[me.index()];
         for peer in self.world.ranks().filter(|&peer| peer != me) {
             if rank.peers[peer.index()].down.is_some() {

@@ -2,6 +2,7 @@
 //! event budgets, wake-ups and threaded-mode ticks. The behaviour as a
 //! transport is covered by the root `tests/std_memory_transport.rs`.
 
+use std::num::NonZeroU32;
 use std::time::Duration;
 
 use dinah_core::wire::{DecodeContext, Message, decode_frame};
@@ -25,6 +26,7 @@ fn config() -> HandleConfig {
         action_queue: 8,
         control_queue: 8,
         retained_bytes: 1 << 16,
+        admission_capacity: 16,
     }
 }
 
@@ -154,6 +156,35 @@ fn stepping_wakes_the_owner_when_a_delayed_frame_falls_due() {
     // Stepped mode never parks: an hour's timeout returns at once.
     driver1.idle_wait(Duration::ZERO, Duration::from_secs(3600));
     assert_eq!(poll(&mut driver1, 8).len(), 1);
+}
+
+#[test]
+fn peers_learn_each_others_admission_capacity_when_their_endpoints_are_taken() {
+    let w = world(3);
+    let network = SimNetwork::new(w, 8, FaultPlan::new()).unwrap();
+    let with = |capacity| HandleConfig {
+        admission_capacity: capacity,
+        ..config()
+    };
+    let (handle0, mut driver0) = network.endpoint(rank(w, 0), with(7)).unwrap();
+    assert_eq!(handle0.peer_admission(rank(w, 0)), NonZeroU32::new(7));
+    assert_eq!(handle0.peer_admission(rank(w, 1)), None);
+    // Up on the first poll, yet its capacity is not known: its endpoint
+    // has not been taken.
+    poll(&mut driver0, 8);
+    assert_eq!(handle0.peer_status(rank(w, 2)), PeerStatus::Up);
+    assert_eq!(handle0.peer_admission(rank(w, 2)), None);
+    let (handle1, _driver1) = network.endpoint(rank(w, 1), with(9)).unwrap();
+    assert_eq!(handle0.peer_admission(rank(w, 1)), NonZeroU32::new(9));
+    assert_eq!(handle1.peer_admission(rank(w, 0)), NonZeroU32::new(7));
+    assert_eq!(handle1.peer_admission(rank(w, 2)), None);
+    // A rank advertising nothing stays unknown to the others.
+    let (handle2, _driver2) = network.endpoint(rank(w, 2), with(0)).unwrap();
+    assert_eq!(handle2.peer_admission(rank(w, 0)), NonZeroU32::new(7));
+    assert_eq!(handle2.peer_admission(rank(w, 1)), NonZeroU32::new(9));
+    assert_eq!(handle2.peer_admission(rank(w, 2)), None);
+    assert_eq!(handle0.peer_admission(rank(w, 2)), None);
+    assert_eq!(handle1.peer_admission(rank(w, 2)), None);
 }
 
 #[test]
