@@ -40,6 +40,7 @@ mod builder;
 mod caller;
 mod client;
 mod clock;
+mod collective;
 mod context;
 mod error;
 mod frames;
@@ -219,6 +220,56 @@ impl Runtime {
         self.block_on(client.barrier(timeout))
     }
 
+    /// Gives every rank the value of rank `root`, progressing the runtime
+    /// meanwhile: see [`RuntimeClient::broadcast`].
+    ///
+    /// # Errors
+    ///
+    /// As [`RuntimeClient::broadcast`].
+    pub fn broadcast<T: crate::WireValue>(
+        &mut self,
+        root: dinah_core::Rank,
+        value: Option<T>,
+        timeout: Duration,
+    ) -> Result<T, RuntimeError> {
+        let client = self.client();
+        self.block_on(client.broadcast(root, value, timeout))
+    }
+
+    /// Combines every rank's value at rank `root`, progressing the runtime
+    /// meanwhile: see [`RuntimeClient::reduce`].
+    ///
+    /// # Errors
+    ///
+    /// As [`RuntimeClient::reduce`].
+    pub fn reduce<T: crate::WireValue>(
+        &mut self,
+        root: dinah_core::Rank,
+        value: T,
+        op: impl Fn(T, T) -> T,
+        timeout: Duration,
+    ) -> Result<Option<T>, RuntimeError> {
+        let client = self.client();
+        self.block_on(client.reduce(root, value, op, timeout))
+    }
+
+    /// Combines every rank's value and gives every rank the result,
+    /// progressing the runtime meanwhile: see
+    /// [`RuntimeClient::all_reduce`].
+    ///
+    /// # Errors
+    ///
+    /// As [`RuntimeClient::all_reduce`].
+    pub fn all_reduce<T: crate::WireValue>(
+        &mut self,
+        value: T,
+        op: impl Fn(T, T) -> T,
+        timeout: Duration,
+    ) -> Result<T, RuntimeError> {
+        let client = self.client();
+        self.block_on(client.all_reduce(value, op, timeout))
+    }
+
     /// Waits on the driver until something may have happened, at most until
     /// the next deadline (or [`MAX_IDLE`]).
     fn idle(&mut self) {
@@ -227,6 +278,7 @@ impl Runtime {
             self.hub.calls.next_deadline(),
             self.server.next_expiry(),
             self.hub.barriers.deadline(),
+            self.hub.collectives.deadline(),
         ]
         .into_iter()
         .flatten()

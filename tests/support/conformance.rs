@@ -567,6 +567,7 @@ pub(crate) const CASES: &[(&str, Case)] = &[
     ("cancel_overtaking_a_burst", cancel_overtaking_a_burst),
     ("runtime_barrier", runtime_barrier),
     ("back_pressure", back_pressure),
+    ("broadcast_and_reduce", broadcast_and_reduce),
     ("collections", collections),
     ("clean_shutdown", clean_shutdown),
     ("shutdown_timeout", shutdown_timeout),
@@ -598,6 +599,7 @@ macro_rules! conformance_tests {
             cancel_overtaking_a_burst,
             runtime_barrier,
             back_pressure,
+            broadcast_and_reduce,
             collections,
             clean_shutdown,
             shutdown_timeout,
@@ -839,6 +841,44 @@ pub(crate) fn scope_exit_cancels(ctx: &mut RankCtx) -> Ending {
         ctx.wait_until("the scope's cancellation", move |ctx| {
             ctx.stats_of(target).2 > observed
         });
+    }
+    Ending::Clean
+}
+
+/// A broadcast from every root and a reduce to it (joining is associative
+/// but not commutative, so the order of the ranks shows), an all-reduce,
+/// and 50 broadcasts back to back, in which the root may run ahead.
+pub(crate) fn broadcast_and_reduce(ctx: &mut RankCtx) -> Ending {
+    let size = ctx.world().get();
+    let me = ctx.rank();
+    for root in ctx.world().ranks() {
+        let value = (me == root).then(|| vec![format!("from {}", root.get()); 3]);
+        let got: Vec<String> = ctx
+            .rt()
+            .broadcast(root, value, PATIENCE)
+            .expect("broadcast");
+        assert_eq!(got, vec![format!("from {}", root.get()); 3]);
+        let joined = ctx
+            .rt()
+            .reduce(root, me.get().to_string(), |a, b| a + "," + &b, PATIENCE)
+            .expect("reduce");
+        let order: Vec<String> = (0..size)
+            .map(|i| ((root.get() + i) % size).to_string())
+            .collect();
+        assert_eq!(joined, (me == root).then(|| order.join(",")));
+    }
+    let total = ctx
+        .rt()
+        .all_reduce(u64::from(me.get()) + 1, |a, b| a + b, PATIENCE)
+        .expect("all-reduce");
+    assert_eq!(total, u64::from(size) * u64::from(size + 1) / 2);
+    for i in 0..50_u64 {
+        let value = (me == Rank::ZERO).then_some(i);
+        let got = ctx
+            .rt()
+            .broadcast(Rank::ZERO, value, PATIENCE)
+            .expect("broadcast");
+        assert_eq!(got, i);
     }
     Ending::Clean
 }

@@ -70,6 +70,14 @@ pub enum CodecError {
         /// The segment's index.
         index: usize,
     },
+    /// A value of another type arrived where this one was expected (its
+    /// schema ID differs).
+    SchemaMismatch {
+        /// This type's [`SCHEMA_ID`](crate::WireValue::SCHEMA_ID).
+        expected: u64,
+        /// The schema ID that arrived.
+        found: u64,
+    },
 }
 
 impl fmt::Display for CodecError {
@@ -107,6 +115,10 @@ impl fmt::Display for CodecError {
                     "payload segment {index} is not a serde value of its type"
                 )
             }
+            Self::SchemaMismatch { expected, found } => write!(
+                f,
+                "a value of schema {found:#x} arrived where {expected:#x} was expected"
+            ),
         }
     }
 }

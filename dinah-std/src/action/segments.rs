@@ -283,6 +283,15 @@ impl<'a> SegmentReader<'a> {
         }
     }
 
+    /// A reader over the records of `group`, a segment written by
+    /// [`SegmentWriter::push_group`] (the collectives carry values so).
+    pub(crate) fn from_group(group: &'a [u8]) -> Self {
+        Self {
+            source: Source::Group(group),
+            taken: 0,
+        }
+    }
+
     /// A reader over what `writer` holds (local calls, tests).
     pub fn from_writer(writer: &'a SegmentWriter) -> Self {
         Self {

@@ -13,6 +13,7 @@ use dinah_core::{
 use super::barrier::{Arrive, Barriers};
 use super::caller::Calls;
 use super::clock::{SharedClock, StdClock};
+use super::collective::{Collectives, Deliver};
 use super::context::ActionContext;
 use super::error::BuildError;
 use super::hub::{CompletionSet, Counters, Domains, Hub};
@@ -66,14 +67,24 @@ impl RuntimeBuilder {
         Ok(builder)
     }
 
-    /// Registers the runtime's own actions: the barrier's arrivals (see
-    /// [`RuntimeClient::barrier`](super::RuntimeClient::barrier)), run on
-    /// the owner thread.
+    /// Registers the runtime's own actions, run on the owner thread: the
+    /// barrier's arrivals (see
+    /// [`RuntimeClient::barrier`](super::RuntimeClient::barrier)) and the
+    /// collectives' deliveries (see
+    /// [`RuntimeClient::broadcast`](super::RuntimeClient::broadcast)).
     fn register_builtins(&mut self) -> Result<(), BuildError> {
         let arrive = Typed::<Arrive, _>::new(|arrive: Arrive, ctx: &ActionContext<'_>| {
             arrive.record(&ctx.client().hub.barriers)
         });
         let mut entry = Entry::new::<Arrive>(DEFAULT_DOMAIN, Arc::new(arrive))?;
+        entry.inline = true;
+        entry.builtin = true;
+        self.registry.insert(entry)?;
+        let deliver = Typed::<Deliver, _>::new(|deliver: Deliver, ctx: &ActionContext<'_>| {
+            let hub = &ctx.client().hub;
+            deliver.record(&hub.collectives, hub.limits.max_retained_bytes)
+        });
+        let mut entry = Entry::new::<Deliver>(DEFAULT_DOMAIN, Arc::new(deliver))?;
         entry.inline = true;
         entry.builtin = true;
         self.registry.insert(entry)
@@ -391,6 +402,7 @@ impl RuntimeBuilder {
                 clock: self.clock.unwrap_or_else(|| Arc::new(StdClock::new())),
                 counters: Counters::default(),
                 barriers: Barriers::default(),
+                collectives: Collectives::default(),
                 handle,
             }
         });

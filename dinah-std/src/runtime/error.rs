@@ -56,8 +56,10 @@ pub enum RuntimeError {
         /// What was wrong.
         error: ProtocolError,
     },
-    /// A reply named this call but came from another rank or for another
-    /// action; the call is failed rather than given a wrong result.
+    /// A reply named this call but answered another action; the call is
+    /// failed rather than given a wrong result. (A reply from a rank other
+    /// than the one the call went to is rejected as a protocol error
+    /// before it reaches any call.)
     MismatchedReply {
         /// The rank the reply came from.
         peer: Rank,
@@ -129,6 +131,12 @@ pub enum RuntimeError {
     /// [`barrier`](crate::RuntimeClient::barrier); barriers run one at a
     /// time.
     BarrierInProgress,
+    /// This rank is already in a broadcast or reduce
+    /// ([`RuntimeClient::broadcast`](crate::RuntimeClient::broadcast));
+    /// they run one at a time.
+    CollectiveInProgress,
+    /// The root of a broadcast passed no value.
+    MissingRootValue,
 }
 
 impl RuntimeError {
@@ -202,6 +210,10 @@ impl fmt::Display for RuntimeError {
             Self::NoSuchRank { rank } => write!(f, "{rank} is not in this world"),
             Self::InvalidDeadline => f.write_str("deadline must be non-zero and representable"),
             Self::BarrierInProgress => f.write_str("this rank is already in a barrier"),
+            Self::CollectiveInProgress => {
+                f.write_str("this rank is already in a broadcast or reduce")
+            }
+            Self::MissingRootValue => f.write_str("the root of a broadcast passed no value"),
         }
     }
 }

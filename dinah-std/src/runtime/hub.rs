@@ -19,6 +19,7 @@ use dinah_core::{
 use super::barrier::Barriers;
 use super::caller::{Abandoned, Calls, Ticket};
 use super::clock::SharedClock;
+use super::collective::Collectives;
 use super::job_outcome::{Completions, JobCompletion};
 use super::registry::Registry;
 use crate::domain::Domain;
@@ -43,6 +44,8 @@ pub(crate) struct Hub {
     pub(crate) counters: Counters,
     /// This rank's side of [`RuntimeClient::barrier`](super::RuntimeClient::barrier).
     pub(crate) barriers: Barriers,
+    /// This rank's side of the broadcasts and reductions.
+    pub(crate) collectives: Collectives,
 }
 
 impl Hub {

@@ -606,8 +606,9 @@ impl Calls {
         })
     }
 
-    /// Finishes `request`, answered by `from`, with the outcome `make`
-    /// builds from its identity; its lane's next waiting call goes out.
+    /// Finishes `request` with the outcome `make` builds from its
+    /// identity; its lane's next waiting call goes out. (The caller has
+    /// checked that the answer came from the request's target.)
     ///
     /// # Errors
     ///
@@ -615,47 +616,31 @@ impl Calls {
     /// already finished); an owed call's count ends, nothing else changes.
     pub(crate) fn complete(
         &self,
-        from: Rank,
         request: RequestId,
         make: impl FnOnce(&CallInfo) -> CallOutcome,
     ) -> Result<(), LateResult> {
         let mut wake = Wakers::default();
         let result = {
             let mut inner = self.lock();
-            match inner.pending.get(request).copied() {
+            let (lane, result) = match inner.pending.remove(request) {
                 Some(Entry::Call(slot)) => {
                     let entry = &inner.slots[slot as usize];
                     let info = entry.info.expect("a pending slot has its call");
                     let lane = entry.lane;
-                    let until = (info.peer != from)
-                        .then(|| inner.pending.deadline(request))
-                        .flatten();
-                    inner.pending.remove(request);
                     wake.push(inner.finish(slot, make(&info)));
-                    // A reply from another rank fails the call, but its
-                    // target may still run it: it stays owed.
-                    let done = match lane {
-                        Some(lane) if info.peer != from => {
-                            let until = until.map(|at| owed_until(at, info.deadline_after));
-                            inner.owe(request, lane, until)
-                        }
-                        lane => lane,
-                    };
-                    if let Some(lane) = done {
-                        inner.flow.give(lane);
-                        self.release_lane(&mut inner, lane, &mut wake);
-                    }
-                    Ok(())
+                    (lane, Ok(()))
                 }
-                Some(Entry::Owed(lane)) if inner.flow.peer(lane) == from => {
-                    inner.pending.remove(request);
+                Some(Entry::Owed(lane)) => {
                     inner.owed -= 1;
-                    inner.flow.give(lane);
-                    self.release_lane(&mut inner, lane, &mut wake);
-                    Err(LateResult { id: request })
+                    (Some(lane), Err(LateResult { id: request }))
                 }
-                _ => Err(LateResult { id: request }),
+                None => (None, Err(LateResult { id: request })),
+            };
+            if let Some(lane) = lane {
+                inner.flow.give(lane);
+                self.release_lane(&mut inner, lane, &mut wake);
             }
+            result
         };
         wake.wake();
         result

@@ -122,6 +122,11 @@ impl Flow {
         lane.head == NONE && lane.in_flight < window
     }
 
+    /// Does a call of `lane` wait?
+    pub(crate) fn has_waiting(&self, lane: LaneId) -> bool {
+        self.lanes[lane.0 as usize].head != NONE
+    }
+
     /// Is there room for the next waiting call of `lane`, with `window`?
     pub(crate) fn below(&self, lane: LaneId, window: u32) -> bool {
         self.lanes[lane.0 as usize].in_flight < window

@@ -41,10 +41,10 @@ impl Runtime {
                 let outcome = completion.outcome;
                 let counts = &mut self.counts;
                 let ctx = self.contexts[self.hub.rank.index()].with_channel(Channel::Action);
-                let rank = self.hub.rank;
-                let result = self.hub.calls.complete(rank, request, |info| {
-                    local_outcome(*info, outcome, &ctx, counts)
-                });
+                let result = self
+                    .hub
+                    .calls
+                    .complete(request, |info| local_outcome(*info, outcome, &ctx, counts));
                 if result.is_err() {
                     self.counts.late_result_discarded();
                 }

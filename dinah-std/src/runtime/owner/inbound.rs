@@ -37,6 +37,7 @@ impl Runtime {
                 // A barrier waiting for that peer fails now, not at its
                 // deadline.
                 self.hub.barriers.wake();
+                self.hub.collectives.wake();
                 if let Some(drained) = self.peers_drained.get_mut(peer.index()) {
                     *drained = true;
                 }
@@ -56,7 +57,7 @@ impl Runtime {
                     if let Message::Request { call, .. } = *decoded.header().message() {
                         let failure = RuntimeError::Transport { peer: to, error };
                         let counts = &mut self.counts;
-                        let _ = self.hub.calls.complete(to, call.request, |_| {
+                        let _ = self.hub.calls.complete(call.request, |_| {
                             counts.failed();
                             CallOutcome::Failed(failure)
                         });
@@ -95,10 +96,18 @@ impl Runtime {
             }
         };
         let header = *frame.header();
+        if let Message::Error { call, .. } | Message::Result { call } = *header.message() {
+            // An answer comes from the rank its request was sent to (the
+            // ID names it): anything else would end another rank's call.
+            if call.request.sequence(hub.world).0 != from {
+                counts.protocol_rejection();
+                return;
+            }
+        }
         match *header.message() {
             Message::Error { call, code } => {
                 let text = frame.error_text().unwrap_or("");
-                let late = hub.calls.complete(from, call.request, |info| {
+                let late = hub.calls.complete(call.request, |info| {
                     if info.peer != from || info.call.action != call.action {
                         counts.failed();
                         return CallOutcome::Failed(mismatch(from));
@@ -127,7 +136,7 @@ impl Runtime {
                 server.on_request(hub, from, call, until, (header, bytes), now);
             }
             Message::Result { call } => {
-                let late = hub.calls.complete(from, call.request, |info| {
+                let late = hub.calls.complete(call.request, |info| {
                     if info.peer != from || info.call.action != call.action {
                         counts.failed();
                         return CallOutcome::Failed(mismatch(from));

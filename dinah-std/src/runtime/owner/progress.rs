@@ -96,6 +96,7 @@ impl Runtime {
         progress.responses_sent = self.server.flush(&self.hub, budget, now);
         progress.dedup_expired = self.server.expire(now, budget);
         self.hub.barriers.expire(now);
+        self.hub.collectives.expire(now);
         if retried || progress.may_have_queued() {
             let (sent, events) = self.flush(budget, now);
             progress.transport_active |= sent;

@@ -121,7 +121,7 @@ fn complete_wakes_and_poll_takes_the_outcome_once() {
     let mut cx = Context::from_waker(&waker);
     let (ticket, id) = begin(&calls, peer(1), Instant::MAX).unwrap();
     assert!(calls.poll(ticket, &mut cx).is_pending());
-    calls.complete(peer(1), id, cancelled).unwrap();
+    calls.complete(id, cancelled).unwrap();
     assert_eq!(counter.0.load(Ordering::SeqCst), 1);
     assert!(matches!(
         calls.poll(ticket, &mut cx),
@@ -129,7 +129,7 @@ fn complete_wakes_and_poll_takes_the_outcome_once() {
     ));
     assert_eq!(calls.in_use(), 0);
     // A late result is reported, never resurrecting the call.
-    assert!(calls.complete(peer(1), id, cancelled).is_err());
+    assert!(calls.complete(id, cancelled).is_err());
 }
 
 #[test]
@@ -218,7 +218,7 @@ fn the_published_deadline_follows_every_change_of_the_table() {
     assert!(matches!(calls.abandon(early), Some(Abandoned::Sent(_))));
     assert_eq!(calls.next_deadline(), Some(at(200)));
     // Completing and expiring move it on too.
-    calls.complete(peer(2), middle, cancelled).unwrap();
+    calls.complete(middle, cancelled).unwrap();
     assert_eq!(calls.next_deadline(), Some(at(300)));
     calls.expire(at(300), 8, &mut expired);
     assert_eq!(expired.len(), 1);
@@ -258,7 +258,7 @@ fn calls_beyond_the_window_wait_and_go_in_order_as_calls_end() {
     let busy = calls.begin(info(peer(1)), Instant::MAX, frame(), Pacing::FailFast);
     assert!(matches!(busy, Err(BeginError::Busy)));
     // An ending call releases the oldest waiting one, with the next ID.
-    calls.complete(peer(1), a, cancelled).unwrap();
+    calls.complete(a, cancelled).unwrap();
     let released = sent_ids(&calls);
     assert_eq!(released.len(), 1);
     assert_eq!(released[0].sequence(world()), (peer(1), 2));
@@ -266,7 +266,7 @@ fn calls_beyond_the_window_wait_and_go_in_order_as_calls_end() {
     // A dropped waiting call was never sent: nothing to cancel, and its
     // place goes to the next one.
     assert!(matches!(calls.abandon(waiting[1]), Some(Abandoned::Unsent)));
-    calls.complete(peer(1), b, cancelled).unwrap();
+    calls.complete(b, cancelled).unwrap();
     let released = sent_ids(&calls);
     assert_eq!(released[0].sequence(world()), (peer(1), 3));
     assert_eq!(calls.flow_stats().waiting, 0);
@@ -287,11 +287,8 @@ fn a_call_the_caller_stopped_waiting_for_counts_until_its_target_is_done() {
     assert!(matches!(calls.abandon(first), Some(Abandoned::Sent(_))));
     assert_eq!(calls.flow_stats().owed, 1);
     assert!(sent_ids(&calls).is_empty());
-    // A late answer from another rank does not count.
-    assert!(calls.complete(peer(2), id, cancelled).is_err());
-    assert!(sent_ids(&calls).is_empty());
     // The late answer ends the debt and releases the waiting call.
-    assert!(calls.complete(peer(1), id, cancelled).is_err());
+    assert!(calls.complete(id, cancelled).is_err());
     assert_eq!(calls.flow_stats().owed, 0);
     let [next] = sent_ids(&calls)[..] else {
         panic!("one call released");
@@ -389,7 +386,7 @@ fn a_waiting_call_whose_peer_went_down_fails_when_released_and_is_woken() {
     calls
         .handle
         .mark_down(peer(1), crate::transport::DownReason::LocalClose);
-    calls.complete(peer(1), first, cancelled).unwrap();
+    calls.complete(first, cancelled).unwrap();
     assert_eq!(
         counter.0.load(Ordering::SeqCst),
         1,
@@ -452,7 +449,7 @@ fn a_waiting_call_the_transport_cannot_take_yet_waits_at_the_front_and_is_retrie
         panic!("the lane is full");
     };
     // The first call's frame still fills the transport when it ends.
-    calls.complete(peer(1), first, cancelled).unwrap();
+    calls.complete(first, cancelled).unwrap();
     assert!(calls.is_waiting(second) && calls.is_waiting(third));
     assert_eq!(calls.flow_stats().waiting, 2, "both still wait");
     assert!(!calls.retry_stalled() || calls.flow_stats().waiting == 2);

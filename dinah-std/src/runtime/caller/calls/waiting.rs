@@ -118,6 +118,10 @@ impl Calls {
     /// while the lane has room and the transport takes them; wakers of
     /// calls that fail on the way go to `wake`.
     pub(super) fn release_lane(&self, inner: &mut Inner, lane: LaneId, wake: &mut Wakers) {
+        if !inner.flow.has_waiting(lane) {
+            // The common case: nothing waits.
+            return;
+        }
         let peer = inner.flow.peer(lane);
         let window = inner.flow.window(&self.handle, peer);
         while inner.flow.below(lane, window) {
