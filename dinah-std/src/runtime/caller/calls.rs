@@ -315,10 +315,10 @@ impl Wakers {
     }
 
     pub(super) fn wake(self) {
-        self.first
-            .into_iter()
-            .chain(self.rest)
-            .for_each(Waker::wake);
+        if let Some(first) = self.first {
+            first.wake();
+            self.rest.into_iter().for_each(Waker::wake);
+        }
     }
 }
 

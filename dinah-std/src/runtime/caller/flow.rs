@@ -123,6 +123,7 @@ impl Flow {
     }
 
     /// Does a call of `lane` wait?
+    #[inline]
     pub(crate) fn has_waiting(&self, lane: LaneId) -> bool {
         self.lanes[lane.0 as usize].head != NONE
     }

@@ -125,9 +125,11 @@ impl Runtime {
     /// Adds the round's counts (the owner's and the serving side's) to the
     /// shared metrics.
     pub(crate) fn publish_counts(&mut self) {
-        self.counts.bytes_sent(self.hub.calls.take_released_bytes());
-        let failed = self.hub.calls.take_release_failures();
-        self.counts.failed_calls(failed as usize);
+        let (bytes, failed) = self.hub.calls.take_release_counts();
+        if bytes + failed > 0 {
+            self.counts.bytes_sent(bytes);
+            self.counts.failed_calls(failed as usize);
+        }
         let served = self.server.take_metrics();
         self.counts.add_served(&served);
         self.counts.publish(&self.hub.metrics);
@@ -146,6 +148,10 @@ impl Runtime {
     /// Submits the calls to this rank that waited for room and were
     /// released since the last round; returns how many.
     fn submit_released(&mut self) -> usize {
+        if !self.hub.calls.has_local_releases() {
+            // The common round.
+            return 0;
+        }
         let mut released = std::mem::take(&mut self.released);
         let mut count = 0;
         // A call that cannot be submitted makes room for the next one,

@@ -8,7 +8,7 @@
 //! and queued for the owner to submit to its domain outside the lock
 //! ([`Calls::take_local_releases`]).
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::Waker;
 
 use dinah_core::wire::{Channel, stamp_request_id};
@@ -117,11 +117,16 @@ impl Calls {
     /// Sends (or queues for submission) the oldest waiting calls of `lane`
     /// while the lane has room and the transport takes them; wakers of
     /// calls that fail on the way go to `wake`.
+    #[inline]
     pub(super) fn release_lane(&self, inner: &mut Inner, lane: LaneId, wake: &mut Wakers) {
-        if !inner.flow.has_waiting(lane) {
-            // The common case: nothing waits.
-            return;
+        // The common case, checked where the call ends: nothing waits.
+        if inner.flow.has_waiting(lane) {
+            self.release_waiting(inner, lane, wake);
         }
+    }
+
+    /// [`release_lane`](Self::release_lane) once a call waits.
+    fn release_waiting(&self, inner: &mut Inner, lane: LaneId, wake: &mut Wakers) {
         let peer = inner.flow.peer(lane);
         let window = inner.flow.window(&self.handle, peer);
         while inner.flow.below(lane, window) {
@@ -242,7 +247,9 @@ impl Calls {
     /// was full), if any: the owner, every round. Returns whether it
     /// tried.
     pub(crate) fn retry_stalled(&self) -> bool {
-        if !self.stalled.swap(false, Ordering::Acquire) {
+        // A load first: the flag is rarely set, and a swap every round
+        // would be a locked instruction every round.
+        if !self.stalled.load(Ordering::Relaxed) || !self.stalled.swap(false, Ordering::Acquire) {
             return false;
         }
         let mut wake = Wakers::default();
@@ -274,7 +281,9 @@ impl Calls {
     /// Moves the released calls to this rank into `out`, for the owner to
     /// submit.
     pub(crate) fn take_local_releases(&self, out: &mut Vec<LocalRelease>) {
-        if self.local_ready.swap(false, Ordering::Acquire) {
+        if self.local_ready.load(Ordering::Relaxed)
+            && self.local_ready.swap(false, Ordering::Acquire)
+        {
             out.append(&mut self.lock_slots().local);
         }
     }
@@ -318,21 +327,20 @@ impl Calls {
         wake.wake();
     }
 
-    /// Waiting calls that failed when released (the transport refused
-    /// them, their peer was gone) since the last call (for the metrics).
-    pub(crate) fn take_release_failures(&self) -> u64 {
-        if self.release_failures.load(Ordering::Relaxed) == 0 {
-            return 0;
-        }
-        self.release_failures.swap(0, Ordering::Relaxed)
+    /// Bytes of waiting calls sent, and waiting calls that failed when
+    /// released (the transport refused them, their peer was gone), since
+    /// the last call (for the metrics).
+    pub(crate) fn take_release_counts(&self) -> (u64, u64) {
+        let take = |counter: &AtomicU64| match counter.load(Ordering::Relaxed) {
+            0 => 0,
+            _ => counter.swap(0, Ordering::Relaxed),
+        };
+        (take(&self.released_bytes), take(&self.release_failures))
     }
 
-    /// Bytes of waiting calls sent since the last call (for the metrics).
-    pub(crate) fn take_released_bytes(&self) -> u64 {
-        if self.released_bytes.load(Ordering::Relaxed) == 0 {
-            return 0;
-        }
-        self.released_bytes.swap(0, Ordering::Relaxed)
+    /// Are calls to this rank released and waiting to be submitted?
+    pub(crate) fn has_local_releases(&self) -> bool {
+        self.local_ready.load(Ordering::Relaxed)
     }
 }
 
