@@ -47,8 +47,10 @@ pub struct TcpConfig {
     /// established and handshaken (default 30 s).
     pub setup_timeout: Duration,
     /// How long an accepted connection may take to send its hello before it
-    /// is dropped (default 5 s). A silent or slow stranger never holds up
-    /// the others: each is dropped on its own timer.
+    /// is dropped (default 2 s; a rank sends its hello as soon as it is
+    /// connected). A silent or slow stranger never holds up the others:
+    /// each is dropped on its own timer, or sooner to make room for newer
+    /// connections when a listener already waits for a thousand.
     pub hello_timeout: Duration,
     /// Frames this rank sent to itself that may wait to be handed over
     /// (default 1024); the next one waits in the handle. (Frames from
@@ -86,7 +88,7 @@ impl TcpConfig {
         backoff_min: Duration::from_millis(2),
         backoff_max: Duration::from_millis(250),
         setup_timeout: Duration::from_secs(30),
-        hello_timeout: Duration::from_secs(5),
+        hello_timeout: Duration::from_secs(2),
         inbox_frames: 1024,
         write_queue_frames: 1024,
         write_queue_bytes: 4 << 20,

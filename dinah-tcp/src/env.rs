@@ -19,6 +19,13 @@ use crate::membership::Membership;
 /// connection closed) after the rendezvous.
 pub const EXIT_LAUNCHER_GONE: i32 = 75;
 
+/// The first pause before reporting again on a new connection, after the
+/// launcher closed the last one without an answer.
+const REPORT_AGAIN_MIN: Duration = Duration::from_millis(2);
+
+/// The longest pause between two reports.
+const REPORT_AGAIN_MAX: Duration = Duration::from_millis(250);
+
 /// What `dinah-run` put in this process's environment: its rank, the world
 /// size, the run ID, and how to reach the launcher.
 ///
@@ -162,11 +169,12 @@ impl LaunchEnv {
     /// [`LaunchError::Io`] if the listener cannot be bound; otherwise as
     /// [`rendezvous_with`](Self::rendezvous_with).
     pub fn rendezvous(self) -> Result<Membership, LaunchError> {
-        let listener =
-            TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(|source| LaunchError::Io {
+        let listener = crate::socket::bind((Ipv4Addr::LOCALHOST, 0).into()).map_err(|source| {
+            LaunchError::Io {
                 op: LaunchOp::BindListener,
                 source,
-            })?;
+            }
+        })?;
         self.rendezvous_with(listener)
     }
 
@@ -178,6 +186,12 @@ impl LaunchEnv {
     /// lifeline: if it closes, the launcher is gone (it exited or was
     /// killed), and the process exits at once with [`EXIT_LAUNCHER_GONE`],
     /// so no rank outlives its launcher.
+    ///
+    /// If the launcher closes the connection before answering (a launcher
+    /// busy with a flood of strangers' connections may drop this one
+    /// before reading it), the rank reports again on a new connection,
+    /// pausing 2 ms, then twice as long each time up to 250 ms, until the
+    /// timeout; a launcher that refuses the new connection is gone.
     ///
     /// # Errors
     ///
@@ -193,53 +207,87 @@ impl LaunchEnv {
             op: LaunchOp::BindListener,
             source,
         })?;
-        let mut stream = self.connect(deadline)?;
         let report = Report {
             run_id: self.run_id,
             world: self.world.get(),
             rank: self.rank.get(),
             addr,
         };
-        write_message(&mut stream, &Message::Report(report), deadline).map_err(|source| {
-            match source.kind() {
-                io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => self.timed_out(),
-                _ => LaunchError::Io {
-                    op: LaunchOp::WriteControl,
-                    source,
-                },
-            }
-        })?;
-        let addrs = match read_message(&mut stream, deadline) {
-            Ok(Message::Members { run_id, addrs }) => {
-                let own = addrs.get(self.rank.index()).copied();
-                if run_id != self.run_id
-                    || addrs.len() != self.world.get() as usize
-                    || own != Some(addr)
+        // A launcher flooded with connections may drop this one before
+        // reading the report: report again on a new connection, with a
+        // pause that doubles each time, until the deadline. A launcher
+        // that is gone refuses the new connection.
+        let mut pause = REPORT_AGAIN_MIN;
+        let (stream, addrs) = loop {
+            let stream = match self.connect(deadline) {
+                Err(LaunchError::Io { source, .. })
+                    if pause > REPORT_AGAIN_MIN
+                        && source.kind() == io::ErrorKind::ConnectionRefused =>
                 {
-                    return Err(LaunchError::Protocol(ControlError::MembersMismatch));
+                    return Err(LaunchError::LauncherClosed);
                 }
-                addrs
+                other => other?,
+            };
+            match self.exchange(stream, report, deadline) {
+                Ok(done) => break done,
+                Err(None) if Instant::now() + pause < deadline => {
+                    thread::sleep(pause);
+                    pause = (pause * 2).min(REPORT_AGAIN_MAX);
+                }
+                Err(None) => return Err(LaunchError::LauncherClosed),
+                Err(Some(error)) => return Err(error),
             }
-            Ok(Message::Refusal(refusal)) => return Err(LaunchError::Refused(refusal)),
-            Ok(other) => {
-                return Err(LaunchError::Protocol(ControlError::Unexpected(
-                    other.kind(),
-                )));
-            }
-            Err(ReadError::Closed) => return Err(LaunchError::LauncherClosed),
-            Err(ReadError::TimedOut) => return Err(self.timed_out()),
-            Err(ReadError::Io(source)) => {
-                return Err(LaunchError::Io {
-                    op: LaunchOp::ReadControl,
-                    source,
-                });
-            }
-            Err(ReadError::Protocol(error)) => return Err(LaunchError::Protocol(error)),
         };
         let membership =
             Membership::new(self.rank, self.world, addrs).map_err(LaunchError::Membership)?;
         watch_launcher(stream)?;
         Ok(membership.with_listener(listener))
+    }
+
+    /// Sends `report` on `stream` and reads the answer: the members list,
+    /// or the error; `Err(None)` if the launcher closed the connection
+    /// first.
+    fn exchange(
+        &self,
+        mut stream: TcpStream,
+        report: Report,
+        deadline: Instant,
+    ) -> Result<(TcpStream, Vec<SocketAddr>), Option<LaunchError>> {
+        let written = write_message(&mut stream, &Message::Report(report), deadline);
+        if let Err(source) = written {
+            return Err(match source.kind() {
+                io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => Some(self.timed_out()),
+                io::ErrorKind::BrokenPipe
+                | io::ErrorKind::ConnectionReset
+                | io::ErrorKind::ConnectionAborted => None,
+                _ => Some(LaunchError::Io {
+                    op: LaunchOp::WriteControl,
+                    source,
+                }),
+            });
+        }
+        let error = match read_message(&mut stream, deadline) {
+            Ok(Message::Members { run_id, addrs }) => {
+                let own = addrs.get(self.rank.index()).copied();
+                if run_id == self.run_id
+                    && addrs.len() == self.world.get() as usize
+                    && own == Some(report.addr)
+                {
+                    return Ok((stream, addrs));
+                }
+                LaunchError::Protocol(ControlError::MembersMismatch)
+            }
+            Ok(Message::Refusal(refusal)) => LaunchError::Refused(refusal),
+            Ok(other) => LaunchError::Protocol(ControlError::Unexpected(other.kind())),
+            Err(ReadError::Closed) => return Err(None),
+            Err(ReadError::TimedOut) => self.timed_out(),
+            Err(ReadError::Io(source)) => LaunchError::Io {
+                op: LaunchOp::ReadControl,
+                source,
+            },
+            Err(ReadError::Protocol(error)) => LaunchError::Protocol(error),
+        };
+        Err(Some(error))
     }
 
     fn connect(&self, deadline: Instant) -> Result<TcpStream, LaunchError> {
@@ -480,6 +528,36 @@ mod tests {
             own,
             "the reported listener is kept"
         );
+    }
+
+    #[test]
+    fn a_rank_dropped_unanswered_reports_again() {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let launcher = listener.local_addr().unwrap();
+        let fake = thread::spawn(move || {
+            // The first two connections are dropped without an answer, as
+            // a launcher making room for newer ones would.
+            for _ in 0..2 {
+                drop(listener.accept().unwrap());
+            }
+            let (mut stream, _) = listener.accept().unwrap();
+            let deadline = Instant::now() + Duration::from_secs(30);
+            let Message::Report(report) = read_message(&mut stream, deadline).unwrap() else {
+                panic!("not a report")
+            };
+            let members = Message::Members {
+                run_id: report.run_id,
+                addrs: vec![report.addr],
+            };
+            write_message(&mut stream, &members, deadline).unwrap();
+            // The lifeline stays open (closing it would end the process).
+            std::mem::forget(stream);
+        });
+        let membership = env_for(launcher, 0, 1, Duration::from_secs(30))
+            .rendezvous()
+            .expect("the third report gets the list");
+        fake.join().unwrap();
+        assert_eq!(membership.world().get(), 1);
     }
 
     #[test]

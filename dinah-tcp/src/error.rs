@@ -119,9 +119,10 @@ pub enum TcpError {
         /// The remote address of the second connection.
         addr: SocketAddr,
     },
-    /// Too many connections were waiting for their hello; a new one was
-    /// dropped at once.
-    TooManyPending {
+    /// An accepted connection that had not finished its hello was dropped
+    /// to make room for newer ones: while the most connections a listener
+    /// keeps waiting are waiting, each new arrival drops the oldest.
+    Evicted {
         /// The remote address.
         addr: SocketAddr,
     },
@@ -196,9 +197,7 @@ impl TcpError {
                 io::ErrorKind::InvalidInput
             }
             Self::HelloTimeout { .. } | Self::SetupTimeout { .. } => io::ErrorKind::TimedOut,
-            Self::HandshakeClosed { .. } | Self::TooManyPending { .. } => {
-                io::ErrorKind::ConnectionAborted
-            }
+            Self::HandshakeClosed { .. } | Self::Evicted { .. } => io::ErrorKind::ConnectionAborted,
             _ => io::ErrorKind::InvalidData,
         }
     }
@@ -275,10 +274,10 @@ impl fmt::Display for TcpError {
                     "second {channel} connection claiming {peer} (from {addr}) refused"
                 )
             }
-            Self::TooManyPending { addr } => {
+            Self::Evicted { addr } => {
                 write!(
                     f,
-                    "connection from {addr} dropped: too many handshakes in progress"
+                    "connection from {addr} dropped before its hello: newer connections needed its place"
                 )
             }
             Self::SetupTimeout { missing } => {

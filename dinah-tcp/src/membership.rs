@@ -114,7 +114,7 @@ impl Membership {
     pub fn loopback(world: WorldSize) -> io::Result<Vec<Self>> {
         let listeners = world
             .ranks()
-            .map(|_| TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))
+            .map(|_| crate::socket::bind((Ipv4Addr::LOCALHOST, 0).into()))
             .collect::<io::Result<Vec<_>>>()?;
         let addrs = listeners
             .iter()

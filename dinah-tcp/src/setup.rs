@@ -4,18 +4,32 @@
 //! Rank `i` dials every rank `j < i` and accepts from every `j > i`, so
 //! each pair is connected exactly once per channel and the dial graph
 //! has no cycle. Dialling runs on a helper thread (connect with a timeout,
-//! retried with exponential back-off, then the hello exchange), while the
-//! calling thread accepts: it reads the hellos of all accepted
+//! then the hello exchange, both retried with exponential back-off until
+//! the deadline when the connection fails or the listener drops it),
+//! while the calling thread accepts: it reads the hellos of all accepted
 //! connections without blocking, each with its own timeout, so a silent
 //! or hostile connection is dropped on its own timer without delaying the
 //! others. A stranger that fails the handshake is recorded and dropped;
 //! the set-up goes on until every expected connection is up or the
 //! deadline passes.
 //!
+//! **Floods.** Strangers cannot fill the accepting side: it accepts at
+//! most [`ACCEPT_BATCH`] connections between two passes over the waiting
+//! hellos, reads each new connection's hello at once (a genuine rank
+//! sends it right after connecting), and while [`MAX_PENDING`]
+//! connections wait, each new arrival drops the oldest waiting one. A
+//! genuine rank's hello is therefore read before it could be dropped
+//! unless more than `MAX_PENDING` connections arrive in the moment
+//! between its connect and its hello; if that happens, its dialler sees
+//! the connection close and dials again. A refused dialler whose hello
+//! was readable gets this rank's hello back before the close, so it can
+//! name what differs (its own check finds the same mismatch).
+//!
 //! Each peer's hellos also carry its admission capacity
 //! ([`Hello::admission_capacity`]); the set-up keeps the one of its action
 //! connection for the driver to record on the handle.
 
+use std::collections::VecDeque;
 use std::io::{self, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
@@ -25,7 +39,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use dinah_core::Rank;
-use dinah_core::wire::{Channel, Hello};
+use dinah_core::wire::{Channel, HELLO_LEN, Hello, HelloField};
 use dinah_std::transport::IoOp;
 
 use crate::config::TcpConfig;
@@ -34,9 +48,13 @@ use crate::handshake::{self, Pending};
 use crate::membership::Membership;
 use crate::socket;
 
-/// The most accepted connections whose hello is awaited at once; more
-/// are dropped on arrival.
-const MAX_PENDING: usize = 64;
+/// The most accepted connections whose hello is awaited at once; a new
+/// arrival beyond it drops the oldest.
+const MAX_PENDING: usize = 1024;
+
+/// The most connections accepted between two passes over the waiting
+/// hellos.
+const ACCEPT_BATCH: usize = 64;
 
 /// The most rejected connections whose errors are kept.
 pub(crate) const MAX_REJECTIONS: usize = 64;
@@ -102,7 +120,7 @@ pub(crate) fn establish(
     let dialled = dialler.as_ref().map(|d| &d.results);
     let mut accept = Accept {
         listener,
-        pending: Vec::new(),
+        pending: VecDeque::new(),
         rejected: Vec::new(),
         rejected_total: 0,
     };
@@ -236,6 +254,12 @@ fn spawn_dialler(
 
 /// Dials `peer` at `addr` for `local`'s channel and exchanges hellos;
 /// returns the connection and the peer's hello.
+///
+/// A connection that cannot be made, or that the listener drops before
+/// answering (a flood of strangers can push it out of the listener's
+/// waiting connections), is tried again after a pause that doubles from
+/// `backoff_min` to `backoff_max`, until the deadline. An answer that
+/// refuses this rank (another registry, world or rank) ends the dial.
 fn dial(
     peer: Rank,
     addr: SocketAddr,
@@ -245,28 +269,57 @@ fn dial(
     stop: &AtomicBool,
 ) -> Result<(TcpStream, Hello), TcpError> {
     let mut backoff = config.backoff_min;
-    let mut last_error = None;
-    let stream = loop {
+    let mut last_error: Option<TcpError> = None;
+    loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() || stop.load(Ordering::Relaxed) {
-            return Err(match last_error {
-                Some(error) => TcpError::Connect {
-                    peer,
-                    addr,
-                    source: Arc::new(error),
-                },
-                None => TcpError::SetupTimeout { missing: 1 },
-            });
+            return Err(last_error.unwrap_or(TcpError::SetupTimeout { missing: 1 }));
         }
-        match TcpStream::connect_timeout(&addr, config.connect_timeout.min(left)) {
-            Ok(stream) => break stream,
-            Err(error) => {
-                last_error = Some(error);
-                thread::sleep(backoff.min(left));
-                backoff = (backoff * 2).min(config.backoff_max);
-            }
-        }
-    };
+        let error = match TcpStream::connect_timeout(&addr, config.connect_timeout.min(left)) {
+            Ok(stream) => match exchange(peer, addr, local, stream, config, deadline) {
+                Ok(done) => return Ok(done),
+                Err(error) if retried(&error) => error,
+                Err(error) => return Err(error),
+            },
+            Err(error) => TcpError::Connect {
+                peer,
+                addr,
+                source: Arc::new(error),
+            },
+        };
+        last_error = Some(error);
+        thread::sleep(backoff.min(deadline.saturating_duration_since(Instant::now())));
+        backoff = (backoff * 2).min(config.backoff_max);
+    }
+}
+
+/// Whether a failed hello exchange is worth another dial: the listener
+/// closed or reset the connection without answering (it may have dropped
+/// it to make room), or the connection broke.
+fn retried(error: &TcpError) -> bool {
+    match error {
+        TcpError::HandshakeClosed { .. } => true,
+        TcpError::Io { source, .. } => matches!(
+            source.kind(),
+            io::ErrorKind::ConnectionReset
+                | io::ErrorKind::ConnectionAborted
+                | io::ErrorKind::BrokenPipe
+                | io::ErrorKind::UnexpectedEof
+        ),
+        _ => false,
+    }
+}
+
+/// Sends `local` on the new connection `stream` to `peer` and checks the
+/// answer.
+fn exchange(
+    peer: Rank,
+    addr: SocketAddr,
+    local: &Hello,
+    stream: TcpStream,
+    config: &TcpConfig,
+    deadline: Instant,
+) -> Result<(TcpStream, Hello), TcpError> {
     let io = |op| move |e| TcpError::io(Some(peer), op, e);
     socket::configure(&stream, config.keepalive).map_err(io(IoOp::Configure))?;
     // The answer may take as long as the set-up has left: the listener
@@ -291,7 +344,8 @@ fn dial(
 /// The accepting side of the set-up.
 struct Accept {
     listener: Option<TcpListener>,
-    pending: Vec<Pending>,
+    /// Connections whose hello is awaited, oldest first.
+    pending: VecDeque<Pending>,
     rejected: Vec<TcpError>,
     rejected_total: u64,
 }
@@ -304,38 +358,58 @@ impl Accept {
         }
     }
 
-    /// Accepts what is waiting; each new connection's hello is due by
-    /// `until`.
+    /// Accepts up to [`ACCEPT_BATCH`] waiting connections; each new
+    /// connection's hello is due by `until`. Returns whether any arrived.
     fn accept(&mut self, until: Instant, keepalive: Option<Duration>) -> bool {
-        let mut busy = false;
-        while let Some(listener) = &self.listener {
-            let (stream, addr) = match listener.accept() {
-                Ok(accepted) => accepted,
+        // Taken for the loop (refusals below borrow `self`), put back after.
+        let Some(listener) = self.listener.take() else {
+            return false;
+        };
+        let mut arrived = Vec::new();
+        while arrived.len() < ACCEPT_BATCH {
+            match listener.accept() {
+                Ok(accepted) => arrived.push(accepted),
                 Err(error) if error.kind() == io::ErrorKind::WouldBlock => break,
-                Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(error) if is_out_of_descriptors(&error) => {
+                    // Out of file descriptors: the oldest waiting
+                    // connection gives its own up, so that the next
+                    // arrival (perhaps a rank) can be accepted.
+                    match self.pending.pop_front() {
+                        Some(oldest) => self.reject(TcpError::Evicted { addr: oldest.addr }),
+                        None => {
+                            self.reject(TcpError::io(None, IoOp::Accept, error));
+                            break;
+                        }
+                    }
+                }
                 Err(error) => {
-                    // A connection that died in the backlog, or no file
-                    // descriptors left: record it and retry later.
+                    // A connection that died in the backlog: record it and
+                    // go on.
                     self.reject(TcpError::io(None, IoOp::Accept, error));
                     break;
                 }
-            };
-            busy = true;
+            }
+        }
+        self.listener = Some(listener);
+        let busy = !arrived.is_empty();
+        for (stream, addr) in arrived {
             if self.pending.len() >= MAX_PENDING {
-                self.reject(TcpError::TooManyPending { addr });
-                continue;
+                if let Some(oldest) = self.pending.pop_front() {
+                    self.reject(TcpError::Evicted { addr: oldest.addr });
+                }
             }
             let started = socket::configure(&stream, keepalive)
                 .and_then(|()| Pending::new(stream, addr, until));
             match started {
-                Ok(pending) => self.pending.push(pending),
+                Ok(pending) => self.pending.push_back(pending),
                 Err(error) => self.reject(TcpError::io(None, IoOp::Configure, error)),
             }
         }
         busy
     }
 
-    /// Reads the pending hellos; accepts the good ones into `slots`, with
+    /// Reads the waiting hellos; accepts the good ones into `slots`, with
     /// the admission capacities they advertise into `admissions`.
     fn handshakes(
         &mut self,
@@ -346,27 +420,18 @@ impl Accept {
         missing: &mut usize,
     ) -> bool {
         let mut busy = false;
-        let mut i = 0;
-        while i < self.pending.len() {
-            let Some(outcome) = self.pending[i].poll(now) else {
-                i += 1;
+        // Every waiting connection once, in arrival order; those still
+        // waiting go back in the same order.
+        for _ in 0..self.pending.len() {
+            let Some(mut pending) = self.pending.pop_front() else {
+                break;
+            };
+            let Some(outcome) = pending.poll(now) else {
+                self.pending.push_back(pending);
                 continue;
             };
             busy = true;
-            let pending = self.pending.swap_remove(i);
-            let checked = outcome.and_then(|bytes| {
-                handshake::check_accepted(hellos, &bytes, pending.addr, |rank, channel| {
-                    slots[rank.index()][channel.index()].is_some()
-                })
-            });
-            let answered = checked.and_then(|remote| {
-                let lane = remote.channel;
-                (&pending.stream)
-                    .write_all(&hellos[lane.index()].encode())
-                    .map(|()| remote)
-                    .map_err(|e| TcpError::io(Some(remote.rank), IoOp::Write, e))
-            });
-            match answered {
+            match answer(&pending, outcome, hellos, slots) {
                 Ok(remote) => {
                     slots[remote.rank.index()][remote.channel.index()] = Some(pending.stream);
                     record_admission(admissions, &remote);
@@ -376,5 +441,47 @@ impl Accept {
             }
         }
         busy
+    }
+}
+
+/// `EMFILE` or `ENFILE`: the process or the system is out of file
+/// descriptors.
+fn is_out_of_descriptors(error: &io::Error) -> bool {
+    matches!(error.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
+}
+
+/// Checks the hello `outcome` of an accepted connection and answers it
+/// with this rank's hello for the channel.
+///
+/// A hello of this run refused for what it says (another registry, world
+/// or limits) is answered too, before the connection closes, so that the
+/// dialler can name the difference (its own check finds the same one). A
+/// hello that does not decode, names another run, or claims a connection
+/// it may not have is not answered: a stranger learns nothing about the
+/// run from this rank.
+fn answer(
+    pending: &Pending,
+    outcome: Result<[u8; HELLO_LEN], TcpError>,
+    hellos: &[Hello; 2],
+    slots: &[[Option<TcpStream>; 2]],
+) -> Result<Hello, TcpError> {
+    let bytes = outcome?;
+    let checked = handshake::check_accepted(hellos, &bytes, pending.addr, |rank, channel| {
+        slots[rank.index()][channel.index()].is_some()
+    });
+    let lane = match &checked {
+        Ok(remote) => remote.channel,
+        Err(TcpError::Mismatch { mismatch, .. }) if mismatch.field != HelloField::RunId => {
+            match Hello::decode(&bytes) {
+                Ok(remote) => remote.channel,
+                Err(_) => return checked,
+            }
+        }
+        Err(_) => return checked,
+    };
+    let written = (&pending.stream).write_all(&hellos[lane.index()].encode());
+    match (checked, written) {
+        (Ok(remote), Err(e)) => Err(TcpError::io(Some(remote.rank), IoOp::Write, e)),
+        (checked, _) => checked,
     }
 }

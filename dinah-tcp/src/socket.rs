@@ -13,7 +13,7 @@ use std::mem::MaybeUninit;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::Duration;
 
-use socket2::{SockRef, TcpKeepalive};
+use socket2::{Domain, Protocol, SockRef, Socket, TcpKeepalive, Type};
 
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
 compile_error!(
@@ -27,10 +27,21 @@ const MSG_DONTWAIT: core::ffi::c_int = 0x40;
 /// `MSG_NOSIGNAL` on Linux: no `SIGPIPE` on a broken connection.
 const MSG_NOSIGNAL: core::ffi::c_int = 0x4000;
 
-/// Binds a listener on `addr` (the standard library sets `SO_REUSEADDR`
-/// on Unix, so a restarted run can reuse a port in `TIME_WAIT`).
+/// The listen backlog of every listener (the kernel caps it at
+/// `net.core.somaxconn`): room for a burst of strangers' connections
+/// without turning a genuine rank's connection away while the owner
+/// accepts them.
+const LISTEN_BACKLOG: i32 = 1024;
+
+/// Binds a listener on `addr` with `SO_REUSEADDR` (a restarted run can
+/// reuse a port in `TIME_WAIT`, as the standard library's listeners can)
+/// and a backlog of [`LISTEN_BACKLOG`].
 pub(crate) fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
-    TcpListener::bind(addr)
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_reuse_address(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(LISTEN_BACKLOG)?;
+    Ok(socket.into())
 }
 
 /// Configures an established connection: `TCP_NODELAY` (frames leave at

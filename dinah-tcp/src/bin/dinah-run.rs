@@ -45,6 +45,14 @@ fn main() -> ExitCode {
             if !report.is_success() {
                 eprintln!("dinah-run: {report}");
             }
+            let strangers = report.rejected_connections();
+            if strangers > 0 {
+                // Someone else reached the control port: worth knowing,
+                // never a failure.
+                eprintln!(
+                    "dinah-run: refused {strangers} control connection(s) that were not ranks of this run"
+                );
+            }
             ExitCode::from(report.exit_code())
         }
         Ok(Cli::Help) => {

@@ -1,8 +1,9 @@
 //! The supervision loop: spawn, rendezvous, watch, kill, reap.
 //!
 //! One thread (the caller's) owns every `Child` and polls: it accepts
-//! control connections (the listener is non-blocking), hands each to a
-//! reader thread that reads one report under the start-up deadline, reaps
+//! control connections (the listener is non-blocking) and reads their
+//! reports without blocking, each under its own short deadline (see
+//! `arrivals.rs`: strangers cannot crowd the ranks out), reaps
 //! exited ranks with `try_wait`, sends the address list once every rank
 //! has reported, and enforces the deadlines. Output is pumped by two
 //! threads per rank. Nothing here waits without a deadline: the loop ends
@@ -15,13 +16,14 @@ use std::io;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::process::Child;
 use std::sync::Arc;
-use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::mpsc::{self, Sender};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime};
 
+mod arrivals;
 mod rendezvous;
 
-use rendezvous::Inbound;
+use arrivals::Arrivals;
 
 use super::process::{self, SpawnSpec};
 use super::{
@@ -32,11 +34,9 @@ use super::{
 use crate::launch_error::{LaunchError, LaunchOp, LaunchPhase};
 
 /// How often the loop looks at the ranks before the rendezvous.
-const STARTUP_TICK: Duration = Duration::from_millis(5);
+const STARTUP_TICK: Duration = Duration::from_millis(1);
 /// How often it looks after the rendezvous (only exits matter then).
 const RUN_TICK: Duration = Duration::from_millis(20);
-/// Control connections that may be read at once beyond one per rank.
-const EXTRA_CONNECTIONS: usize = 64;
 /// How long killed ranks get to be reaped before the launcher gives up.
 const REAP_GRACE: Duration = Duration::from_secs(5);
 /// How long the output pumps get to reach the end of their pipes.
@@ -142,7 +142,7 @@ fn random_run_id() -> u64 {
 }
 
 fn bind_control() -> io::Result<(TcpListener, SocketAddr)> {
-    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
+    let listener = crate::socket::bind((Ipv4Addr::LOCALHOST, 0).into())?;
     listener.set_nonblocking(true)?;
     let addr = listener.local_addr()?;
     Ok((listener, addr))
@@ -169,16 +169,14 @@ struct Supervisor<'a> {
     abort: Option<Refusal>,
     kill_at: Option<Instant>,
     killed_at: Option<Instant>,
-    readers: usize,
-    inbound_tx: Sender<Inbound>,
-    inbound_rx: Receiver<Inbound>,
+    /// Control connections whose report is awaited.
+    arrivals: Arrivals,
 }
 
 impl<'a> Supervisor<'a> {
     fn new(config: &'a LaunchConfig, sink: &'a Arc<dyn OutputSink>, report: LaunchReport) -> Self {
         let world = config.ranks.get();
         let started = Instant::now();
-        let (inbound_tx, inbound_rx) = mpsc::channel();
         Self {
             config,
             sink,
@@ -194,9 +192,7 @@ impl<'a> Supervisor<'a> {
             abort: None,
             kill_at: None,
             killed_at: None,
-            readers: 0,
-            inbound_tx,
-            inbound_rx,
+            arrivals: Arrivals::default(),
         }
     }
 
@@ -302,17 +298,14 @@ impl<'a> Supervisor<'a> {
 
     fn supervise(&mut self, listener: &TcpListener) {
         loop {
-            self.accept(listener);
-            let tick = if self.rendezvous_done {
-                RUN_TICK
-            } else {
-                STARTUP_TICK
-            };
-            if let Ok(inbound) = self.inbound_rx.recv_timeout(tick) {
-                self.inbound(inbound);
-            }
-            while let Ok(inbound) = self.inbound_rx.try_recv() {
-                self.inbound(inbound);
+            let busy = self.accept(listener);
+            if !busy {
+                let tick = if self.rendezvous_done && self.arrivals.len() == 0 {
+                    RUN_TICK
+                } else {
+                    STARTUP_TICK
+                };
+                thread::sleep(tick);
             }
             self.reap();
             self.rendezvous();

@@ -2,16 +2,14 @@
 //! reading reports, refusing what does not belong to the run, and sending
 //! the address list once every rank has reported.
 
-use std::io;
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::thread;
 use std::time::{Duration, Instant};
 
-use super::{EXTRA_CONNECTIONS, Supervisor, WRITE_LIMIT};
+use super::arrivals::Event;
+use super::{Supervisor, WRITE_LIMIT};
 use crate::launch_error::{LaunchError, LaunchOp};
 use crate::launcher::{
-    CONTROL_VERSION, ControlError, LaunchEvent, Message, ReadError, Refusal, read_message,
-    write_message,
+    CONTROL_VERSION, ControlError, LaunchEvent, Message, ReadError, Refusal, write_message,
 };
 
 /// A control connection and what its reader thread made of it.
@@ -22,52 +20,16 @@ pub(super) struct Inbound {
 }
 
 impl Supervisor<'_> {
-    pub(super) fn accept(&mut self, listener: &TcpListener) {
-        loop {
-            match listener.accept() {
-                Ok((stream, peer)) => {
-                    let busy = self.readers >= self.world as usize + EXTRA_CONNECTIONS;
-                    if self.rendezvous_done || busy {
-                        self.reject(stream, peer, None);
-                        continue;
-                    }
-                    let (tx, deadline) = (self.inbound_tx.clone(), self.startup_deadline);
-                    let reader = thread::Builder::new()
-                        .name("dinah-run-control".to_owned())
-                        .spawn(move || {
-                            let mut stream = stream;
-                            let result = match stream.set_nonblocking(false) {
-                                Ok(()) => read_message(&mut stream, deadline),
-                                Err(e) => Err(ReadError::Io(e)),
-                            };
-                            let _ = tx.send(Inbound {
-                                stream,
-                                peer,
-                                result,
-                            });
-                        });
-                    match reader {
-                        Ok(_) => self.readers += 1,
-                        Err(source) => {
-                            self.fail(
-                                LaunchError::Io {
-                                    op: LaunchOp::Thread,
-                                    source,
-                                },
-                                Refusal::Aborted,
-                                Duration::ZERO,
-                            );
-                            return;
-                        }
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted
-                    ) => {}
-                Err(source) => {
+    /// Accepts new control connections and reads the waiting ones; hands
+    /// what finished to [`inbound`](Self::inbound). Returns whether
+    /// anything happened.
+    pub(super) fn accept(&mut self, listener: &TcpListener) -> bool {
+        let mut events = Vec::new();
+        let busy = self.arrivals.pass(listener, &mut events);
+        for event in events {
+            match event {
+                Event::Inbound(inbound) => self.inbound(inbound),
+                Event::ListenerFailed(source) => {
                     self.fail(
                         LaunchError::Io {
                             op: LaunchOp::AcceptControl,
@@ -76,10 +38,10 @@ impl Supervisor<'_> {
                         Refusal::Aborted,
                         Duration::ZERO,
                     );
-                    return;
                 }
             }
         }
+        busy
     }
 
     /// Refuses and closes a connection that did not deliver a valid report.
@@ -108,7 +70,10 @@ impl Supervisor<'_> {
             result,
         }: Inbound,
     ) {
-        self.readers -= 1;
+        if self.rendezvous_done {
+            // Every rank has its list: nothing else belongs to the run.
+            return self.reject(stream, peer, None);
+        }
         let report = match result {
             Ok(Message::Report(report)) => report,
             Err(ReadError::Protocol(ControlError::UnsupportedVersion { .. })) => {
@@ -127,8 +92,11 @@ impl Supervisor<'_> {
             })
         } else if report.rank >= self.world {
             Some(Refusal::RankOutOfRange { world: self.world })
-        } else if self.report.ranks[report.rank as usize].addr.is_some() {
-            Some(Refusal::DuplicateRank)
+        } else if let Some(known) = self.report.ranks[report.rank as usize].addr {
+            // The same rank and listener again: the rank lost its first
+            // connection and reports anew (see `LaunchEnv::rendezvous`);
+            // the new connection replaces the old one.
+            (known != report.addr).then_some(Refusal::DuplicateRank)
         } else {
             None
         };
@@ -136,11 +104,13 @@ impl Supervisor<'_> {
             return self.reject(stream, peer, Some(refusal));
         }
         let rank = report.rank;
-        self.report.ranks[rank as usize].addr = Some(report.addr);
-        self.sink.event(&LaunchEvent::Reported {
-            rank,
-            addr: report.addr,
-        });
+        if self.report.ranks[rank as usize].addr.is_none() {
+            self.report.ranks[rank as usize].addr = Some(report.addr);
+            self.sink.event(&LaunchEvent::Reported {
+                rank,
+                addr: report.addr,
+            });
+        }
         if let Some(refusal) = self.abort {
             let _ = write_message(
                 &mut stream,
