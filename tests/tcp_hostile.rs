@@ -3,7 +3,8 @@
 //! range or already connected, silence, and broken frames after a good
 //! handshake. Each is refused with its typed error, nothing panics,
 //! nothing allocates what the stranger announces, and the legitimate
-//! ranks' run goes on.
+//! ranks' run goes on. The ranks here run without the proof of the run
+//! key, so that the test can play a rank (`tcp_auth.rs` tests the proof).
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -63,6 +64,17 @@ fn hello(rank: u32, size: u32, channel: Channel) -> Hello {
 }
 
 type Connected = Result<(TransportHandle, TcpDriver), TcpError>;
+
+/// In-process memberships of a world of `size` whose ranks do not prove
+/// the run key: these tests play ranks with hand-made hellos, which carry
+/// no proof (the proof has its own tests, in `tcp_auth.rs`).
+fn loopback(size: u32) -> Vec<Membership> {
+    Membership::loopback(WorldSize::new(size).unwrap())
+        .unwrap()
+        .into_iter()
+        .map(Membership::without_authentication)
+        .collect()
+}
 
 fn start(membership: Membership) -> JoinHandle<Connected> {
     thread::spawn(move || TcpTransport::connect_with(membership, transport_hello(), config()))
@@ -165,7 +177,7 @@ fn poll_until(
 #[test]
 fn strangers_are_refused_with_typed_errors_and_the_run_goes_on() {
     let size = 2;
-    let mut members = Membership::loopback(WorldSize::new(size).unwrap()).unwrap();
+    let mut members = loopback(size);
     let addr = members[0].bind_addr();
     let one = members.remove(1);
     let zero = start(members.remove(0));
@@ -346,7 +358,7 @@ fn strangers_are_refused_with_typed_errors_and_the_run_goes_on() {
 #[test]
 fn beyond_a_thousand_waiting_strangers_the_oldest_makes_room() {
     let size = 2;
-    let mut members = Membership::loopback(WorldSize::new(size).unwrap()).unwrap();
+    let mut members = loopback(size);
     let addr = members[0].bind_addr();
     let one = members.remove(1);
     // Long enough that none of the crowd is dropped for its silence
@@ -387,7 +399,7 @@ fn a_duplicate_connection_and_a_lower_rank_dialling_are_refused() {
     // World 3: ranks 0 and 1 are dinah; the test plays rank 2 (and
     // strangers).
     let size = 3;
-    let mut members = Membership::loopback(WorldSize::new(size).unwrap()).unwrap();
+    let mut members = loopback(size);
     let addrs = members[0].addrs().to_vec();
     let one = start(members.remove(1));
     let zero = start(members.remove(0));
@@ -523,7 +535,7 @@ fn a_duplicate_connection_and_a_lower_rank_dialling_are_refused() {
 #[test]
 fn a_reset_connection_is_a_peer_down() {
     let size = 2;
-    let mut members = Membership::loopback(WorldSize::new(size).unwrap()).unwrap();
+    let mut members = loopback(size);
     let addr = members[0].bind_addr();
     let zero = start(members.remove(0));
     let control = join_as(addr, 1, size, Channel::Control);
@@ -554,7 +566,7 @@ fn fake_listener(
     answer: impl FnOnce(&mut TcpStream, Hello) + Send + 'static,
 ) -> (Membership, JoinHandle<()>) {
     let size = 2;
-    let mut members = Membership::loopback(WorldSize::new(size).unwrap()).unwrap();
+    let mut members = loopback(size);
     let one = members.remove(1);
     let listener: TcpListener = members.remove(0).listener().unwrap().try_clone().unwrap();
     let fake = thread::spawn(move || {
@@ -612,7 +624,7 @@ fn a_dialler_refuses_a_listener_that_answers_wrongly() {
 /// and answers the next two (one per channel) as rank 0 would.
 fn dropping_listener(dropped: usize) -> (Membership, JoinHandle<Vec<TcpStream>>) {
     let size = 2;
-    let mut members = Membership::loopback(WorldSize::new(size).unwrap()).unwrap();
+    let mut members = loopback(size);
     let one = members.remove(1);
     let listener: TcpListener = members.remove(0).listener().unwrap().try_clone().unwrap();
     let fake = thread::spawn(move || {
@@ -648,7 +660,7 @@ fn a_dialler_dropped_before_the_answer_dials_again() {
 #[test]
 fn a_dialler_dropped_every_time_gives_up_at_the_deadline() {
     let size = 2;
-    let mut members = Membership::loopback(WorldSize::new(size).unwrap()).unwrap();
+    let mut members = loopback(size);
     let one = members.remove(1);
     let listener: TcpListener = members.remove(0).listener().unwrap().try_clone().unwrap();
     listener.set_nonblocking(true).unwrap();
@@ -696,7 +708,7 @@ fn a_dialler_gives_up_on_a_silent_listener_at_the_deadline() {
 fn a_dialler_refuses_another_rank_answering() {
     // World 3: rank 2 dials rank 0's address, where "rank 1" answers.
     let size = 3;
-    let mut members = Membership::loopback(WorldSize::new(size).unwrap()).unwrap();
+    let mut members = loopback(size);
     let two = members.remove(2);
     let listener = members.remove(0).listener().unwrap().try_clone().unwrap();
     let fake = thread::spawn(move || {

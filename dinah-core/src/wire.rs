@@ -95,7 +95,9 @@ pub use error_code::{ErrorCode, limit_field_code, limit_field_from_code};
 pub use error_text::truncate_error_text;
 pub use frame::{FrameRef, Segments, decode_frame, encode_frame, encode_head};
 pub use header::{Header, stamp_request_id};
-pub use hello::{HELLO_LEN, Hello, HelloError, HelloField, HelloMismatch, check_compatible};
+pub use hello::{
+    HELLO_LEN, Hello, HelloAuth, HelloError, HelloField, HelloMismatch, check_compatible,
+};
 pub use kind::{Channel, MessageKind};
 pub use message::{Call, Message, RelativeDeadline, TraceId};
 pub use stream::{StreamDecoder, StreamEvent};
@@ -111,8 +113,10 @@ pub const MAGIC: [u8; 4] = *b"DNAH";
 /// order ([`RequestId::in_sequence`](crate::RequestId::in_sequence)), and
 /// a receiver relies on it to deduplicate. Version 3: the [`Hello`] record
 /// is [`HELLO_LEN`] = 72 bytes and carries the sender's admission capacity
-/// ([`Hello::admission_capacity`]).
-pub const PROTOCOL_VERSION: u16 = 3;
+/// ([`Hello::admission_capacity`]). Version 4: byte 68 of the hello
+/// says how the sender proves its membership ([`HelloAuth`]), and the
+/// heartbeat kind exists ([`MessageKind::Heartbeat`]).
+pub const PROTOCOL_VERSION: u16 = 4;
 
 /// The length of a frame header, in bytes.
 pub const HEADER_LEN: usize = 80;

@@ -19,8 +19,8 @@ use std::path::{Path, PathBuf};
 
 use dinah_core::wire::{
     Call, Channel, DecodeContext, ErrorCode, FrameAssembler, HEADER_LEN, HELLO_LEN, Header, Hello,
-    Message, MessageKind, ProtocolError, RelativeDeadline, StreamDecoder, StreamEvent, TraceId,
-    check_compatible, decode_frame, encode_frame, limit_field_from_code,
+    HelloAuth, Message, MessageKind, ProtocolError, RelativeDeadline, StreamDecoder, StreamEvent,
+    TraceId, check_compatible, decode_frame, encode_frame, limit_field_from_code,
 };
 use dinah_core::{
     ActionId, DomainId, ERROR_TEXT_CAP, FRAME_BYTES_CAP, Fingerprint, ProtocolLimits, Rank,
@@ -74,6 +74,7 @@ fn message_on(channel: Channel) -> BoxedStrategy<Message> {
         Channel::Control => prop_oneof![
             3 => call().prop_map(|call| Message::Cancel { call }),
             1 => goodbye,
+            1 => Just(Message::Heartbeat),
         ]
         .boxed(),
         Channel::Action => prop_oneof![
@@ -728,6 +729,7 @@ fn seed_frames() -> Vec<(Channel, ModelFrame)> {
             Message::Goodbye { frames_sent: 3 },
             Vec::new(),
         ),
+        (Channel::Control, Message::Heartbeat, Vec::new()),
     ];
     messages
         .into_iter()
@@ -799,6 +801,8 @@ fn seed_corpus() -> Vec<(&'static str, String, Vec<u8>)> {
     let mut bad = control;
     bad[70] = 1;
     seeds.push(("decode_hello", "seed-reserved-tail".into(), bad));
+    let proven = hello.with_auth(HelloAuth::HmacSha256).encode().to_vec();
+    seeds.push(("decode_hello", "seed-auth".into(), proven));
     seeds
 }
 

@@ -30,6 +30,7 @@ mod error;
 mod event;
 pub mod frame_buffers;
 mod handle;
+mod liveness;
 pub mod memory;
 mod wakeup;
 
@@ -41,6 +42,7 @@ use dinah_core::{Fingerprint, ProtocolLimits, Rank, WorldSize};
 pub use error::{DownReason, IoOp, SendErrorKind, TransportError, TrySendError};
 pub use event::TransportEvent;
 pub use handle::{HandleConfig, HandleCounts, Outgoing, PeerStatus, TransportHandle};
+pub use liveness::Liveness;
 pub use wakeup::Wakeup;
 
 /// Counts a driver holds beyond its handle: what a shutdown report needs.

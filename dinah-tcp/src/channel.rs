@@ -118,6 +118,7 @@ impl Connection {
                 items.push(match event {
                     ReadEvent::Frame(bytes) => Inbound::Frame(bytes),
                     ReadEvent::Goodbye => Inbound::Goodbye,
+                    ReadEvent::Heartbeat => Inbound::Heartbeat,
                 });
                 taken.set(taken.get() + 1);
                 taken.get() < max

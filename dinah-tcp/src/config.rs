@@ -79,6 +79,17 @@ pub struct TcpConfig {
     /// while some connection's socket buffer is full; otherwise the owner
     /// sleeps until woken.
     pub blocked_write_retry: Duration,
+    /// Liveness (default 5 s; `None` turns it off): every quarter of it,
+    /// this rank sends each peer a heartbeat on the control connection,
+    /// and a peer from which nothing arrived for this long is declared
+    /// down ([`DownReason::Silent`](dinah_std::transport::DownReason::Silent)):
+    /// its waiters fail at once instead of at their deadlines, and
+    /// shutdown does not wait for it. Heartbeats are sent and checked
+    /// while the runtime is progressed, so a rank that computes for
+    /// longer than this without progressing its runtime looks frozen to
+    /// its peers: run such a runtime on a thread of its own, or raise
+    /// this (see `Liveness` in `dinah-std`).
+    pub liveness_timeout: Option<Duration>,
 }
 
 impl TcpConfig {
@@ -96,6 +107,7 @@ impl TcpConfig {
         read_buffer_bytes: 64 << 10,
         keepalive: Some(Duration::from_secs(30)),
         blocked_write_retry: Duration::from_micros(200),
+        liveness_timeout: Some(Duration::from_secs(5)),
     };
 
     /// Sets [`connect_timeout`](Self::connect_timeout): the longest one
@@ -228,6 +240,15 @@ impl TcpConfig {
         self
     }
 
+    /// Sets [`liveness_timeout`](Self::liveness_timeout): how long a peer
+    /// may stay silent before it is declared down (`None`: never).
+    /// Default: 5 s.
+    #[must_use]
+    pub const fn with_liveness_timeout(mut self, liveness_timeout: Option<Duration>) -> Self {
+        self.liveness_timeout = liveness_timeout;
+        self
+    }
+
     /// Checks every field.
     ///
     /// # Errors
@@ -253,6 +274,11 @@ impl TcpConfig {
             (
                 ConfigField::BlockedWriteRetry,
                 self.blocked_write_retry.is_zero(),
+            ),
+            (
+                ConfigField::LivenessTimeout,
+                self.liveness_timeout
+                    .is_some_and(|timeout| timeout.is_zero()),
             ),
         ];
         match checks.into_iter().find(|&(_, bad)| bad) {
@@ -296,6 +322,8 @@ pub enum ConfigField {
     Keepalive,
     /// [`TcpConfig::blocked_write_retry`].
     BlockedWriteRetry,
+    /// [`TcpConfig::liveness_timeout`] (a zero timeout).
+    LivenessTimeout,
 }
 
 impl fmt::Display for ConfigField {
@@ -313,6 +341,7 @@ impl fmt::Display for ConfigField {
             Self::ReadBufferBytes => "read_buffer_bytes",
             Self::Keepalive => "keepalive",
             Self::BlockedWriteRetry => "blocked_write_retry",
+            Self::LivenessTimeout => "liveness_timeout",
         })
     }
 }
@@ -432,6 +461,14 @@ mod tests {
                     ..base
                 },
             ),
+            (
+                "liveness_timeout",
+                base.with_liveness_timeout(Some(secs(18))),
+                TcpConfig {
+                    liveness_timeout: Some(secs(18)),
+                    ..base
+                },
+            ),
         ];
         for (field, built, expected) in cases {
             // The new value differs from the default, so a setter that
@@ -459,7 +496,8 @@ mod tests {
             .with_write_batch_bytes(109)
             .with_read_buffer_bytes(110)
             .with_keepalive(Some(Duration::from_millis(111)))
-            .with_blocked_write_retry(Duration::from_millis(112));
+            .with_blocked_write_retry(Duration::from_millis(112))
+            .with_liveness_timeout(Some(Duration::from_millis(113)));
         let written_out = TcpConfig {
             connect_timeout: Duration::from_millis(101),
             backoff_min: Duration::from_millis(102),
@@ -473,6 +511,7 @@ mod tests {
             read_buffer_bytes: 110,
             keepalive: Some(Duration::from_millis(111)),
             blocked_write_retry: Duration::from_millis(112),
+            liveness_timeout: Some(Duration::from_millis(113)),
         };
         assert_eq!(chained, written_out);
         assert!(chained.validate().is_ok());
@@ -481,7 +520,7 @@ mod tests {
     #[test]
     fn each_bad_field_is_named() {
         type Spoil = fn(&mut TcpConfig);
-        let cases: [(Spoil, ConfigField); 6] = [
+        let cases: [(Spoil, ConfigField); 7] = [
             (
                 |c| c.connect_timeout = Duration::ZERO,
                 ConfigField::ConnectTimeout,
@@ -500,6 +539,10 @@ mod tests {
                 |c| c.blocked_write_retry = Duration::ZERO,
                 ConfigField::BlockedWriteRetry,
             ),
+            (
+                |c| c.liveness_timeout = Some(Duration::ZERO),
+                ConfigField::LivenessTimeout,
+            ),
         ];
         for (spoil, field) in cases {
             let mut config = TcpConfig::default();
@@ -511,6 +554,8 @@ mod tests {
             );
         }
         let off = TcpConfig::default().with_keepalive(None);
+        assert!(off.validate().is_ok());
+        let off = TcpConfig::default().with_liveness_timeout(None);
         assert!(off.validate().is_ok());
     }
 }

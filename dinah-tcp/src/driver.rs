@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use dinah_core::wire::{Channel, DecodeContext};
 use dinah_core::{ProtocolLimits, Rank};
 use dinah_std::transport::{
-    DriverCounts, Outgoing, PeerStatus, TransportDriver, TransportError, TransportEvent,
+    DriverCounts, Liveness, Outgoing, PeerStatus, TransportDriver, TransportError, TransportEvent,
     TransportHandle,
 };
 
@@ -102,6 +102,10 @@ pub struct TcpDriver {
     /// `blocked_write_retry` while no write goes through, and starts over
     /// when one does.
     blocked_pause: Duration,
+    /// Heartbeats sent and heard ([`TcpConfig::liveness_timeout`]).
+    liveness: Liveness,
+    /// Scratch for the peers a liveness check found silent.
+    silent: Vec<Rank>,
 }
 
 /// The first wait for a full socket buffer to drain.
@@ -170,6 +174,8 @@ impl TcpDriver {
             rejected_total: established.rejected_total,
             closed: None,
             blocked_pause: FIRST_BLOCKED_PAUSE,
+            liveness: Liveness::new(config.liveness_timeout, world, me, Instant::now()),
+            silent: Vec::new(),
         })
     }
 
@@ -284,7 +290,13 @@ impl TransportDriver for TcpDriver {
         progress |= self.take_frames();
         progress |= self.queue_goodbyes();
         progress |= self.write();
-        progress |= self.receive(&mut out);
+        let now = Instant::now();
+        progress |= self.receive(&mut out, now);
+        // After the reads, so that what just arrived counts.
+        if self.keep_alive(now) {
+            self.write();
+            progress = true;
+        }
         progress |= self.emit_owed(&mut out);
         Ok(progress)
     }

@@ -9,6 +9,7 @@ use dinah_core::Rank;
 use dinah_core::wire::{Channel, HelloError, HelloMismatch, ProtocolError};
 use dinah_std::transport::{IoOp, TransportError};
 
+use crate::auth::KeyError;
 use crate::config::ConfigField;
 use crate::membership::MembershipError;
 
@@ -126,10 +127,29 @@ pub enum TcpError {
         /// The remote address.
         addr: SocketAddr,
     },
+    /// The other side of a connection does not hold this run's key: its
+    /// proof of membership failed (see [`RunKey`](crate::RunKey)).
+    AuthFailed {
+        /// The rank it claimed, or the rank this side dialled.
+        peer: Option<Rank>,
+        /// The remote address.
+        addr: SocketAddr,
+    },
+    /// The run is authenticated by default, and this rank has no key: none
+    /// given ([`Membership::with_key`](crate::Membership::with_key)) and
+    /// none in the environment (`DINAH_KEY`, `DINAH_KEY_FILE`). Turning
+    /// authentication off takes
+    /// [`Membership::without_authentication`](crate::Membership::without_authentication).
+    NoKey,
+    /// The run key in the environment could not be read.
+    Key(KeyError),
     /// Set-up did not finish before its deadline.
     SetupTimeout {
         /// Connections (peer and channel) still missing.
         missing: u32,
+        /// The last connection this rank refused, if any: often the
+        /// missing rank's own, and why (another key, registry...).
+        last_refused: Option<Box<TcpError>>,
     },
     /// A peer sent an invalid frame; its connections were closed.
     Protocol {
@@ -185,6 +205,7 @@ impl TcpError {
             | Self::Goodbye { peer, .. }
             | Self::FrameAfterGoodbye { peer, .. } => Some(*peer),
             Self::UnexpectedPeer { expected, .. } => Some(*expected),
+            Self::AuthFailed { peer, .. } => *peer,
             _ => None,
         }
     }
@@ -193,9 +214,12 @@ impl TcpError {
     /// carries, for errors without a closer match.
     fn io_kind(&self) -> io::ErrorKind {
         match self {
-            Self::InvalidConfig { .. } | Self::Membership(_) | Self::LocalHello(_) => {
-                io::ErrorKind::InvalidInput
-            }
+            Self::InvalidConfig { .. }
+            | Self::Membership(_)
+            | Self::LocalHello(_)
+            | Self::NoKey
+            | Self::Key(_) => io::ErrorKind::InvalidInput,
+            Self::AuthFailed { .. } => io::ErrorKind::PermissionDenied,
             Self::HelloTimeout { .. } | Self::SetupTimeout { .. } => io::ErrorKind::TimedOut,
             Self::HandshakeClosed { .. } | Self::Evicted { .. } => io::ErrorKind::ConnectionAborted,
             _ => io::ErrorKind::InvalidData,
@@ -280,10 +304,37 @@ impl fmt::Display for TcpError {
                     "connection from {addr} dropped before its hello: newer connections needed its place"
                 )
             }
-            Self::SetupTimeout { missing } => {
+            Self::AuthFailed {
+                peer: Some(peer),
+                addr,
+            } => write!(
+                f,
+                "{peer} at {addr} failed to prove the run key: it does not hold this run's key"
+            ),
+            Self::AuthFailed { peer: None, addr } => write!(
+                f,
+                "connection from {addr} failed to prove the run key"
+            ),
+            Self::NoKey => f.write_str(
+                "no run key: give one (Membership::with_key, DINAH_KEY or DINAH_KEY_FILE) or turn authentication off (Membership::without_authentication)",
+            ),
+            Self::Key(error) => write!(f, "cannot read the run key: {error}"),
+            Self::SetupTimeout {
+                missing,
+                last_refused: None,
+            } => {
                 write!(
                     f,
                     "tcp set-up timed out with {missing} connection(s) missing"
+                )
+            }
+            Self::SetupTimeout {
+                missing,
+                last_refused: Some(refused),
+            } => {
+                write!(
+                    f,
+                    "tcp set-up timed out with {missing} connection(s) missing; last refused: {refused}"
                 )
             }
             Self::Protocol {
@@ -323,6 +374,7 @@ impl std::error::Error for TcpError {
             Self::LocalHello(error) | Self::BadHello { error, .. } => Some(error),
             Self::Mismatch { mismatch, .. } => Some(mismatch),
             Self::Protocol { error, .. } => Some(error),
+            Self::Key(error) => Some(error),
             _ => None,
         }
     }
@@ -354,7 +406,7 @@ impl From<TcpError> for TransportError {
                 mismatch,
             },
             TcpError::Protocol { peer, error, .. } => Self::Protocol { peer, error },
-            TcpError::SetupTimeout { missing } => Self::SetupTimeout {
+            TcpError::SetupTimeout { missing, .. } => Self::SetupTimeout {
                 missing_peers: missing,
             },
             other => {
@@ -362,7 +414,9 @@ impl From<TcpError> for TransportError {
                 let op = match other {
                     TcpError::InvalidConfig { .. }
                     | TcpError::Membership(_)
-                    | TcpError::LocalHello(_) => IoOp::Configure,
+                    | TcpError::LocalHello(_)
+                    | TcpError::NoKey
+                    | TcpError::Key(_) => IoOp::Configure,
                     _ => IoOp::Read,
                 };
                 let kind = other.io_kind();
@@ -409,7 +463,10 @@ mod tests {
                 channel: Channel::Action,
                 addr,
             },
-            TcpError::SetupTimeout { missing: 2 },
+            TcpError::SetupTimeout {
+                missing: 2,
+                last_refused: None,
+            },
             TcpError::Goodbye {
                 peer: a,
                 channel: Channel::Control,
@@ -457,7 +514,10 @@ mod tests {
         assert_eq!(source.kind(), io::ErrorKind::TimedOut);
         let inner = source.get_ref().and_then(|e| e.downcast_ref::<TcpError>());
         assert!(matches!(inner, Some(TcpError::HelloTimeout { .. })));
-        let timeout = TransportError::from(TcpError::SetupTimeout { missing: 3 });
+        let timeout = TransportError::from(TcpError::SetupTimeout {
+            missing: 3,
+            last_refused: None,
+        });
         assert!(matches!(
             timeout,
             TransportError::SetupTimeout { missing_peers: 3 }

@@ -1,6 +1,6 @@
 //! Reading frames from a byte stream: the core [`StreamDecoder`] checks
 //! every byte; this assembles the validated bytes into owned frames and
-//! recognises the peer's goodbye.
+//! recognises the peer's goodbye and heartbeats.
 
 use std::io;
 
@@ -19,6 +19,8 @@ pub(crate) enum ReadEvent {
     Frame(Vec<u8>),
     /// The goodbye, with exactly the announced frames before it.
     Goodbye,
+    /// A heartbeat: the peer is alive (not delivered to the runtime).
+    Heartbeat,
 }
 
 /// Assembles one connection's frames from the bytes read off its socket.
@@ -42,6 +44,8 @@ pub(crate) struct FrameReader {
     head_len: usize,
     /// Inside a goodbye frame (it has no payload and is not delivered).
     in_goodbye: bool,
+    /// Inside a heartbeat frame (likewise).
+    in_heartbeat: bool,
     /// The goodbye arrived: nothing may follow it.
     said_goodbye: bool,
 }
@@ -55,6 +59,7 @@ impl FrameReader {
             frame_len: 0,
             head_len: 0,
             in_goodbye: false,
+            in_heartbeat: false,
             said_goodbye: false,
         }
     }
@@ -121,6 +126,9 @@ impl FrameReader {
             self.said_goodbye = true;
             return Ok(ReadEvent::Goodbye);
         }
+        if *header.message() == Message::Heartbeat {
+            return Ok(ReadEvent::Heartbeat);
+        }
         let mut bytes = frame_buffers::take(frame.len());
         bytes.extend_from_slice(frame);
         Ok(ReadEvent::Frame(bytes))
@@ -131,6 +139,10 @@ impl FrameReader {
         // counted yet.
         if self.follows(header, self.decoder.frames())? {
             self.in_goodbye = true;
+            return Ok(());
+        }
+        if *header.message() == Message::Heartbeat {
+            self.in_heartbeat = true;
             return Ok(());
         }
         self.frame_len = header.frame_len();
@@ -173,6 +185,9 @@ impl FrameReader {
             self.in_goodbye = false;
             self.said_goodbye = true;
             ReadEvent::Goodbye
+        } else if self.in_heartbeat {
+            self.in_heartbeat = false;
+            ReadEvent::Heartbeat
         } else {
             self.frame_len = 0;
             ReadEvent::Frame(std::mem::take(&mut self.current))

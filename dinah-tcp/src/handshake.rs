@@ -2,20 +2,24 @@
 //! transport can make (who dialled whom, duplicates).
 //!
 //! Both sides send one [`Hello`] per connection. The dialling side sends
-//! first; the listening side reads it (with a timeout), checks it, and
-//! answers with its own hello only if it accepts the connection, so a
-//! refused dialler sees the connection close instead of a hello. The
-//! dialler then checks the answer: same run, same registry and limits,
-//! the rank it dialled, the channel it asked for.
+//! first (with a nonce after it when its hello announces a proof of
+//! membership, see `auth.rs`); the listening side reads it without
+//! blocking, checks it, and answers with its own hello (and, when both
+//! prove their membership, its nonce and tag), so a refused dialler sees
+//! the connection close instead of a hello. The dialler then checks the
+//! answer: the tag, then same run, same registry and limits, the rank it
+//! dialled, the channel it asked for; and sends its own tag, which the
+//! listener checks before it counts the connection.
 
 use std::io::{self, Read};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Instant;
 
 use dinah_core::Rank;
-use dinah_core::wire::{Channel, HELLO_LEN, Hello, check_compatible};
+use dinah_core::wire::{Channel, HELLO_LEN, Hello, HelloAuth, check_compatible};
 use dinah_std::transport::IoOp;
 
+use crate::auth::{NONCE_LEN, TAG_LEN};
 use crate::error::TcpError;
 
 /// Checks the hello of the rank this side dialled as `expected` on the
@@ -89,14 +93,31 @@ pub(crate) fn check_accepted(
     Ok(remote)
 }
 
-/// An accepted connection whose hello is being read without blocking.
+/// The most bytes an accepted connection sends before its tag: its hello
+/// and its nonce.
+const OPENING_MAX: usize = HELLO_LEN + NONCE_LEN;
+
+/// An accepted connection whose handshake is read without blocking.
+///
+/// It reads the dialler's hello, then, if the hello announces
+/// [`HelloAuth::HmacSha256`], the dialler's nonce
+/// ([`Opening`]); after the answer, the dialler's tag (`proof`).
 #[derive(Debug)]
 pub(crate) struct Pending {
     pub(crate) stream: TcpStream,
     pub(crate) addr: SocketAddr,
-    buf: [u8; HELLO_LEN],
+    buf: [u8; OPENING_MAX],
     filled: usize,
+    want: usize,
     until: Instant,
+}
+
+/// What an accepted connection sent before the answer.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Opening {
+    pub(crate) hello: [u8; HELLO_LEN],
+    /// The dialler's nonce, if its hello announced a proof.
+    pub(crate) nonce: Option<[u8; NONCE_LEN]>,
 }
 
 impl Pending {
@@ -111,31 +132,74 @@ impl Pending {
         Ok(Self {
             stream,
             addr,
-            buf: [0; HELLO_LEN],
+            buf: [0; OPENING_MAX],
             filled: 0,
+            want: HELLO_LEN,
             until,
         })
     }
 
-    /// Reads what has arrived. `None`: still waiting; otherwise the
-    /// complete hello bytes or why the connection failed.
-    pub(crate) fn poll(&mut self, now: Instant) -> Option<Result<[u8; HELLO_LEN], TcpError>> {
-        loop {
-            // Exactly the hello: bytes behind it (frames) stay in the
+    /// Reads what has arrived of the opening. `None`: still waiting;
+    /// otherwise the opening, or why the connection failed (including a
+    /// hello that does not decode).
+    pub(crate) fn poll(&mut self, now: Instant) -> Option<Result<Opening, TcpError>> {
+        if let Err(error) = self.fill(now)? {
+            return Some(Err(error));
+        }
+        if self.want == HELLO_LEN {
+            let hello = match Hello::decode(&self.buf[..HELLO_LEN]) {
+                Ok(hello) => hello,
+                Err(error) => {
+                    return Some(Err(TcpError::BadHello {
+                        addr: self.addr,
+                        error,
+                    }));
+                }
+            };
+            if hello.auth == HelloAuth::HmacSha256 {
+                self.want = OPENING_MAX;
+                return self.poll(now);
+            }
+        }
+        let mut hello = [0; HELLO_LEN];
+        hello.copy_from_slice(&self.buf[..HELLO_LEN]);
+        let nonce = (self.want == OPENING_MAX).then(|| {
+            let mut nonce = [0; NONCE_LEN];
+            nonce.copy_from_slice(&self.buf[HELLO_LEN..OPENING_MAX]);
+            nonce
+        });
+        Some(Ok(Opening { hello, nonce }))
+    }
+
+    /// Reads what has arrived of the dialler's tag, once its opening was
+    /// answered. `None`: still waiting.
+    pub(crate) fn poll_proof(&mut self, now: Instant) -> Option<Result<[u8; TAG_LEN], TcpError>> {
+        if self.want != TAG_LEN {
+            self.want = TAG_LEN;
+            self.filled = 0;
+        }
+        if let Err(error) = self.fill(now)? {
+            return Some(Err(error));
+        }
+        let mut tag = [0; TAG_LEN];
+        tag.copy_from_slice(&self.buf[..TAG_LEN]);
+        Some(Ok(tag))
+    }
+
+    /// Reads until `want` bytes are in. `None`: still waiting; `Some(Ok)`:
+    /// they are.
+    fn fill(&mut self, now: Instant) -> Option<Result<(), TcpError>> {
+        while self.filled < self.want {
+            // Exactly what is wanted: bytes behind it (frames) stay in the
             // socket for the reader.
-            match (&self.stream).read(&mut self.buf[self.filled..]) {
+            match (&self.stream).read(&mut self.buf[self.filled..self.want]) {
                 Ok(0) => {
                     return Some(Err(TcpError::HandshakeClosed {
                         peer: None,
                         addr: self.addr,
                     }));
                 }
-                Ok(read) => {
-                    self.filled += read;
-                    if self.filled == HELLO_LEN {
-                        return Some(Ok(self.buf));
-                    }
-                }
+                Ok(read) => self.filled += read,
                 Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
                 Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
                     return (now >= self.until).then_some(Err(TcpError::HelloTimeout {
@@ -146,6 +210,7 @@ impl Pending {
                 Err(error) => return Some(Err(TcpError::io(None, IoOp::Read, error))),
             }
         }
+        Some(Ok(()))
     }
 }
 
@@ -154,15 +219,29 @@ impl Pending {
 ///
 /// # Errors
 ///
-/// [`TcpError::HandshakeClosed`] if the listener closed the connection (it
-/// refused this rank), [`TcpError::HelloTimeout`] on the timeout, else
-/// [`TcpError::Io`].
+/// As [`read_exact_answer`].
 pub(crate) fn read_answer(
     stream: &TcpStream,
     peer: Rank,
     addr: SocketAddr,
 ) -> Result<[u8; HELLO_LEN], TcpError> {
-    let mut buf = [0; HELLO_LEN];
+    read_exact_answer(stream, peer, addr)
+}
+
+/// Reads `N` bytes of the listener's answer, blocking until the stream's
+/// read timeout.
+///
+/// # Errors
+///
+/// [`TcpError::HandshakeClosed`] if the listener closed the connection (it
+/// refused this rank), [`TcpError::HelloTimeout`] on the timeout, else
+/// [`TcpError::Io`].
+pub(crate) fn read_exact_answer<const N: usize>(
+    stream: &TcpStream,
+    peer: Rank,
+    addr: SocketAddr,
+) -> Result<[u8; N], TcpError> {
+    let mut buf = [0; N];
     match (&*stream).read_exact(&mut buf) {
         Ok(()) => Ok(buf),
         Err(error) => Err(match error.kind() {

@@ -10,6 +10,9 @@ pub(crate) enum Inbound {
     /// The peer's goodbye arrived, and exactly the frames it announced
     /// arrived before it.
     Goodbye,
+    /// A heartbeat arrived (nothing to hand over: reading it was the sign
+    /// of life).
+    Heartbeat,
     /// The stream ended; nothing more is read from it.
     End(End),
 }

@@ -37,6 +37,8 @@ pub enum LaunchOp {
     },
     /// Starting a launcher thread (output pump, control reader).
     Thread,
+    /// Making the run key from the operating system's random generator.
+    MakeKey,
 }
 
 impl fmt::Display for LaunchOp {
@@ -51,6 +53,7 @@ impl fmt::Display for LaunchOp {
             Self::Spawn { rank } => write!(f, "starting rank {rank}"),
             Self::Wait { rank } => write!(f, "waiting for rank {rank}"),
             Self::Thread => f.write_str("starting a launcher thread"),
+            Self::MakeKey => f.write_str("making the run key"),
         }
     }
 }

@@ -103,7 +103,13 @@
 //!   with exponential back-off under one deadline. Each connection starts
 //!   with a hello each way, checked for run, world, limits, registry
 //!   fingerprint, rank and channel; strangers that fail are dropped and
-//!   listed by [`TcpDriver::rejected`], never stalling the others.
+//!   listed by [`TcpDriver::rejected`], never stalling the others, and no
+//!   flood of them crowds a rank out.
+//! - **Authentication**: by default each connection ends its handshake
+//!   with an HMAC-SHA256 challenge-response over both sides' nonces under
+//!   the run's [`RunKey`] (from the membership, `dinah-run` or the
+//!   environment), and a connection counts as a rank only once it proved
+//!   the key; [`Membership::without_authentication`] turns it off.
 //! - **Reading**: done by the owner thread inside `poll`, without
 //!   blocking and without a thread hand-off: it reads each socket
 //!   (`recv` with `MSG_DONTWAIT`), checks the stream with the core's
@@ -145,6 +151,7 @@
 #![deny(missing_docs)]
 #![doc(test(attr(deny(warnings))))]
 
+mod auth;
 mod channel;
 mod config;
 mod driver;
@@ -163,6 +170,7 @@ mod socket;
 mod transport;
 mod watch;
 
+pub use auth::{ENV_KEY, ENV_KEY_FILE, KeyError, RunKey};
 pub use config::{ConfigField, TcpConfig};
 pub use driver::TcpDriver;
 pub use env::{EXIT_LAUNCHER_GONE, LaunchEnv};

@@ -6,6 +6,8 @@ use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 
 use dinah_core::{Rank, WorldSize};
 
+use crate::auth::RunKey;
+
 /// This rank's view of the run: its rank, the world size, the address every
 /// rank listens on (indexed by rank), and optionally a listener already
 /// bound for this rank.
@@ -18,6 +20,15 @@ use dinah_core::{Rank, WorldSize};
 /// rank's listener first ([`Membership::loopback`] does it), and the
 /// `dinah-run` launcher has each child bind and report its port before it
 /// hands out the full list.
+///
+/// A membership also says how this rank proves that it belongs to the run
+/// (see [`RunKey`]): with the key given by [`with_key`](Self::with_key)
+/// (memberships made by [`Membership::loopback`] and `dinah-run` have one),
+/// else with the key in the environment (`DINAH_KEY`, `DINAH_KEY_FILE`),
+/// read when the transport connects; without one, connecting fails with
+/// [`TcpError::NoKey`](crate::TcpError::NoKey) unless
+/// [`without_authentication`](Self::without_authentication) turned the
+/// proof off.
 ///
 /// # Examples
 ///
@@ -38,6 +49,18 @@ pub struct Membership {
     addrs: Vec<SocketAddr>,
     bind: Option<SocketAddr>,
     listener: Option<TcpListener>,
+    auth: Auth,
+}
+
+/// How a rank proves its membership.
+#[derive(Clone)]
+pub(crate) enum Auth {
+    /// With the key in the environment, read when connecting.
+    FromEnv,
+    /// With this key.
+    Key(RunKey),
+    /// Not at all: the user turned it off.
+    Off,
 }
 
 impl Membership {
@@ -71,7 +94,38 @@ impl Membership {
             addrs,
             bind: None,
             listener: None,
+            auth: Auth::FromEnv,
         })
+    }
+
+    /// Proves this rank's membership with `key`, which every rank of the
+    /// run holds.
+    pub fn with_key(mut self, key: RunKey) -> Self {
+        self.auth = Auth::Key(key);
+        self
+    }
+
+    /// Turns the proof of membership off: anyone who can reach a listener
+    /// and knows the run's hello (run ID, world size, limits, registry
+    /// fingerprint) can take a rank's place during set-up. Every rank of
+    /// the run must do the same (the hellos say it, and a rank that proves
+    /// its membership refuses one that does not). Connecting then prints
+    /// a warning on standard error, once per process.
+    pub fn without_authentication(mut self) -> Self {
+        self.auth = Auth::Off;
+        self
+    }
+
+    /// Whether this rank proves its membership with a key given here
+    /// (`false` when the key comes from the environment or the proof is
+    /// off).
+    pub fn has_key(&self) -> bool {
+        matches!(self.auth, Auth::Key(_))
+    }
+
+    /// How this rank proves its membership.
+    pub(crate) fn auth(&self) -> &Auth {
+        &self.auth
     }
 
     /// Uses `listener`, already bound, for this rank's incoming
@@ -93,11 +147,13 @@ impl Membership {
 
     /// One membership per rank of `world`, each with a listener bound on
     /// `127.0.0.1` and a port the system picked, for running every rank in
-    /// one process (tests, benchmarks, examples).
+    /// one process (tests, benchmarks, examples). All share one fresh
+    /// [`RunKey`].
     ///
     /// # Errors
     ///
-    /// The error of binding or querying a listener.
+    /// The error of binding or querying a listener, or of the random
+    /// generator making the key.
     ///
     /// # Examples
     ///
@@ -120,6 +176,7 @@ impl Membership {
             .iter()
             .map(TcpListener::local_addr)
             .collect::<io::Result<Vec<_>>>()?;
+        let key = RunKey::generate()?;
         Ok(world
             .ranks()
             .zip(listeners)
@@ -129,6 +186,7 @@ impl Membership {
                 addrs: addrs.clone(),
                 bind: None,
                 listener: Some(listener),
+                auth: Auth::Key(key.clone()),
             })
             .collect())
     }
@@ -185,6 +243,14 @@ impl fmt::Debug for Membership {
             .field(
                 "listener",
                 &self.listener.as_ref().and_then(|l| l.local_addr().ok()),
+            )
+            .field(
+                "auth",
+                &match self.auth {
+                    Auth::FromEnv => "key from the environment",
+                    Auth::Key(_) => "key given",
+                    Auth::Off => "off",
+                },
             )
             .finish()
     }

@@ -1,12 +1,15 @@
 //! Connecting a rank to the run.
 
-use dinah_core::wire::Channel;
+use std::sync::Once;
+
+use dinah_core::wire::{Channel, HelloAuth};
 use dinah_std::transport::{TransportHandle, TransportHello};
 
+use crate::auth::RunKey;
 use crate::config::TcpConfig;
 use crate::driver::TcpDriver;
 use crate::error::TcpError;
-use crate::membership::Membership;
+use crate::membership::{Auth, Membership};
 use crate::setup;
 
 /// The TCP transport's entry point.
@@ -73,13 +76,51 @@ impl TcpTransport {
     ) -> Result<(TransportHandle, TcpDriver), TcpError> {
         config.validate()?;
         let (me, world) = (membership.rank(), membership.world());
+        let key = run_key(membership.auth())?;
+        let auth = match key {
+            Some(_) => HelloAuth::HmacSha256,
+            None => HelloAuth::None,
+        };
         let control = hello
             .hello(me, world, Channel::Control)
-            .map_err(TcpError::LocalHello)?;
+            .map_err(TcpError::LocalHello)?
+            .with_auth(auth);
         let hellos = [control, control.with_channel(Channel::Action)];
-        let established = setup::establish(&mut membership, hellos, &config)?;
+        let established = setup::establish(&mut membership, hellos, key.as_ref(), &config)?;
         let handle = TransportHandle::new(me, world, hello.handle);
         let driver = TcpDriver::start(handle.clone(), established, hello.protocol_limits, config)?;
         Ok((handle, driver))
     }
+}
+
+/// The key this rank proves its membership with: the membership's, else
+/// the environment's; `None` if the user turned the proof off (with a
+/// warning, once per process).
+fn run_key(auth: &Auth) -> Result<Option<RunKey>, TcpError> {
+    match auth {
+        Auth::Key(key) => Ok(Some(key.clone())),
+        Auth::FromEnv => match RunKey::from_env().map_err(TcpError::Key)? {
+            Some(key) => Ok(Some(key)),
+            None => Err(TcpError::NoKey),
+        },
+        Auth::Off => {
+            warn_unauthenticated();
+            Ok(None)
+        }
+    }
+}
+
+/// Says once per process that set-up is not authenticated.
+#[expect(
+    clippy::print_stderr,
+    reason = "the user turned a safeguard off: the warning goes where they will see it"
+)]
+fn warn_unauthenticated() {
+    static WARNED: Once = Once::new();
+    WARNED.call_once(|| {
+        eprintln!(
+            "dinah-tcp: warning: authentication is off; anyone who can reach this rank's \
+             listener and knows the run's hello can take a rank's place during set-up"
+        );
+    });
 }

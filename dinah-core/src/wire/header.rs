@@ -317,6 +317,7 @@ impl Header {
             Message::Goodbye { frames_sent } => {
                 put(out, at::FRAMES_SENT, frames_sent.to_le_bytes());
             }
+            Message::Heartbeat => {}
         }
     }
 
@@ -596,6 +597,16 @@ fn decode_message(b: &[u8; HEADER_LEN], kind: MessageKind) -> Result<Message, Pr
             Ok(Message::Goodbye {
                 frames_sent: f.frames_sent,
             })
+        }
+        MessageKind::Heartbeat => {
+            f.zero(f.request != 0, HeaderField::Request)?;
+            f.zero(f.action != 0, HeaderField::Action)?;
+            f.zero(f.domain != 0, HeaderField::Domain)?;
+            f.no_deadline()?;
+            f.zero(f.trace != 0, HeaderField::Trace)?;
+            f.no_error_code()?;
+            f.no_frames_sent()?;
+            Ok(Message::Heartbeat)
         }
         // Rejected before the fields are read; kept total for safety.
         MessageKind::Hello => Err(ProtocolError::UnexpectedHello),

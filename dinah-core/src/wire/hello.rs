@@ -24,7 +24,8 @@ mod at {
     pub(super) const RESERVED: usize = 58;
     pub(super) const MAX_ERROR_TEXT: usize = 60;
     pub(super) const ADMISSION: usize = 64;
-    pub(super) const RESERVED_TAIL: usize = 68;
+    pub(super) const AUTH: usize = 68;
+    pub(super) const RESERVED_TAIL: usize = 69;
 }
 
 const _: () = {
@@ -41,8 +42,9 @@ const _: () = {
     assert!(at::RESERVED == at::MAX_SEGMENTS + 2);
     assert!(at::MAX_ERROR_TEXT == at::RESERVED + 2);
     assert!(at::ADMISSION == at::MAX_ERROR_TEXT + 4);
-    assert!(at::RESERVED_TAIL == at::ADMISSION + 4);
-    assert!(at::RESERVED_TAIL + 4 == HELLO_LEN);
+    assert!(at::AUTH == at::ADMISSION + 4);
+    assert!(at::RESERVED_TAIL == at::AUTH + 1);
+    assert!(at::RESERVED_TAIL + 3 == HELLO_LEN);
 };
 
 /// One side's handshake record for one channel.
@@ -73,7 +75,8 @@ const _: () = {
 /// | 58..60 | reserved | `u16`, 0 |
 /// | 60..64 | `max_error_text_bytes` | `u32` |
 /// | 64..68 | admission capacity | `u32`, 0: not advertised ([`Hello::admission_capacity`]) |
-/// | 68..72 | reserved | `u32`, 0 |
+/// | 68 | authentication | `u8`: 0 none, 1 HMAC-SHA256 ([`HelloAuth`]) |
+/// | 69..72 | reserved | 3 bytes, 0 |
 ///
 /// [`check_compatible`] then decides whether the peer may join. It checks
 /// one hello against another; that no two connections claim the same
@@ -127,6 +130,45 @@ pub struct Hello {
     /// runtime). Informative: [`check_compatible`] does not compare it, so
     /// ranks may advertise different capacities.
     pub admission_capacity: u32,
+    /// How the sender proves that it belongs to the run, after the hello
+    /// ([`HelloAuth::None`] when built by [`Hello::new`]). Both sides must
+    /// agree ([`HelloField::Authentication`]).
+    pub auth: HelloAuth,
+}
+
+/// How a hello's sender proves its membership of the run. The proof
+/// itself is the transport's (the TCP transport's challenge-response
+/// follows the hello); the hello only announces it, so that two sides
+/// that disagree name the difference instead of waiting for bytes that
+/// never come.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum HelloAuth {
+    /// No proof: anyone who knows the run's hello may join.
+    #[default]
+    None,
+    /// HMAC-SHA256 over both sides' hellos and fresh nonces, with a key
+    /// shared by the run's ranks.
+    HmacSha256,
+}
+
+impl HelloAuth {
+    /// The byte on the wire.
+    pub const fn code(self) -> u8 {
+        match self {
+            Self::None => 0,
+            Self::HmacSha256 => 1,
+        }
+    }
+
+    /// The scheme with wire byte `code`, if there is one.
+    pub const fn from_code(code: u8) -> Option<Self> {
+        match code {
+            0 => Some(Self::None),
+            1 => Some(Self::HmacSha256),
+            _ => None,
+        }
+    }
 }
 
 impl Hello {
@@ -164,6 +206,7 @@ impl Hello {
             fingerprint,
             channel,
             admission_capacity: 0,
+            auth: HelloAuth::None,
         })
     }
 
@@ -177,6 +220,13 @@ impl Hello {
     /// [`admission_capacity`](Self::admission_capacity) (0: none).
     pub const fn with_admission_capacity(mut self, capacity: u32) -> Self {
         self.admission_capacity = capacity;
+        self
+    }
+
+    /// The same hello announcing `auth` as the sender's proof of
+    /// membership.
+    pub const fn with_auth(mut self, auth: HelloAuth) -> Self {
+        self.auth = auth;
         self
     }
 
@@ -222,13 +272,14 @@ impl Hello {
             at::ADMISSION,
             self.admission_capacity.to_le_bytes(),
         );
+        out[at::AUTH] = self.auth.code();
         out
     }
 
     /// Decodes and validates a hello record of exactly [`HELLO_LEN`] bytes.
     ///
     /// Checks, in order: length, magic, version, kind, channel, reserved
-    /// bytes, world size, rank, limits. Decoding is canonical: only the
+    /// bytes, authentication scheme, world size, rank, limits. Decoding is canonical: only the
     /// bytes [`Hello::encode`] produces decode.
     ///
     /// # Errors
@@ -255,10 +306,13 @@ impl Hello {
             });
         };
         if get::<2, HELLO_LEN>(b, at::RESERVED) != [0; 2]
-            || get::<4, HELLO_LEN>(b, at::RESERVED_TAIL) != [0; 4]
+            || get::<3, HELLO_LEN>(b, at::RESERVED_TAIL) != [0; 3]
         {
             return Err(HelloError::ReservedNotZero);
         }
+        let Some(auth) = HelloAuth::from_code(b[at::AUTH]) else {
+            return Err(HelloError::UnknownAuth { code: b[at::AUTH] });
+        };
         let rank = u32::from_le_bytes(get(b, at::RANK));
         let world = u32::from_le_bytes(get(b, at::WORLD));
         let world_size = WorldSize::new(world).map_err(|_| HelloError::EmptyWorld)?;
@@ -283,6 +337,7 @@ impl Hello {
             fingerprint: Fingerprint::from_u128(u128::from_le_bytes(get(b, at::FINGERPRINT))),
             channel,
             admission_capacity: u32::from_le_bytes(get(b, at::ADMISSION)),
+            auth,
         })
     }
 }
@@ -319,6 +374,11 @@ pub enum HelloError {
     },
     /// The reserved bytes are not zero.
     ReservedNotZero,
+    /// The authentication byte names no scheme this build knows.
+    UnknownAuth {
+        /// The byte found.
+        code: u8,
+    },
     /// The world size is zero.
     EmptyWorld,
     /// The rank is not below the world size.
@@ -351,6 +411,9 @@ impl fmt::Display for HelloError {
             }
             Self::UnknownChannel { code } => write!(f, "hello names unknown channel {code}"),
             Self::ReservedNotZero => f.write_str("reserved hello bytes are not zero"),
+            Self::UnknownAuth { code } => {
+                write!(f, "hello names unknown authentication scheme {code}")
+            }
             Self::EmptyWorld => f.write_str("hello announces an empty world"),
             Self::RankOutOfRange { rank, world_size } => write!(
                 f,
@@ -393,6 +456,9 @@ pub enum HelloField {
     /// The registry fingerprints differ: the two builds registered
     /// different actions, schemas or domains.
     Fingerprint,
+    /// One side proves its membership and the other does not, or they use
+    /// different schemes (values are [`HelloAuth::code`]).
+    Authentication,
 }
 
 impl fmt::Display for HelloField {
@@ -406,6 +472,7 @@ impl fmt::Display for HelloField {
             Self::Channel => f.write_str("channel"),
             Self::Limit(field) => write!(f, "limit `{field}`"),
             Self::Fingerprint => f.write_str("registry fingerprint"),
+            Self::Authentication => f.write_str("authentication"),
         }
     }
 }
@@ -437,6 +504,12 @@ impl fmt::Display for HelloMismatch {
                 f,
                 "peer rejected: {field} differs (local {local:032x}, remote {remote:032x})"
             ),
+            HelloField::Authentication => write!(
+                f,
+                "peer rejected: authentication differs (local {}, remote {})",
+                auth_name(local),
+                auth_name(remote)
+            ),
             _ => write!(
                 f,
                 "peer rejected: {field} differs (local {local}, remote {remote})"
@@ -447,13 +520,23 @@ impl fmt::Display for HelloMismatch {
 
 impl core::error::Error for HelloMismatch {}
 
+/// A scheme's name, from its code as [`HelloMismatch`] carries it.
+fn auth_name(code: u128) -> &'static str {
+    match u8::try_from(code).ok().and_then(HelloAuth::from_code) {
+        Some(HelloAuth::None) => "none",
+        Some(HelloAuth::HmacSha256) => "HMAC-SHA256",
+        None => "unknown",
+    }
+}
+
 /// Checks that `remote`'s hello is compatible with `local`'s.
 ///
 /// In order: protocol version, run ID, world size, remote rank in range,
 /// remote rank different from the local one, channel, each limit
 /// (`max_frame_bytes`, `max_segment_bytes`, `max_segments`,
-/// `max_error_text_bytes`), fingerprint. Limits must be equal, not merely
-/// compatible, so both sides enforce exactly the same bounds. The
+/// `max_error_text_bytes`), fingerprint, authentication. Limits must be
+/// equal, not merely compatible, so both sides enforce exactly the same
+/// bounds. The
 /// [`admission_capacity`](Hello::admission_capacity) is not compared: each
 /// rank advertises its own.
 ///
@@ -527,6 +610,11 @@ pub fn check_compatible(local: &Hello, remote: &Hello) -> Result<(), HelloMismat
         HelloField::Fingerprint,
         local.fingerprint.get(),
         remote.fingerprint.get(),
+    )?;
+    check(
+        HelloField::Authentication,
+        local.auth.code().into(),
+        remote.auth.code().into(),
     )
 }
 

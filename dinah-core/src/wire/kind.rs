@@ -64,8 +64,9 @@ impl fmt::Display for Channel {
 /// | `Cancel` | 4 | control | none |
 /// | `Hello` | 5 | both, as the hello record only, never inside a frame | none |
 /// | `Goodbye` | 6 | both | none |
+/// | `Heartbeat` | 7 | control | none |
 ///
-/// Code 0 and codes above 6 are rejected by every decoder.
+/// Code 0 and codes above 7 are rejected by every decoder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[non_exhaustive]
 pub enum MessageKind {
@@ -84,17 +85,22 @@ pub enum MessageKind {
     /// The transport's last frame on a channel: "I sent you this many
     /// frames here and will send no more".
     Goodbye,
+    /// The transport's sign of life: "I am still here". Sent on the
+    /// control channel when the sender has a peer to keep informed, it
+    /// carries nothing, and transports count it in no frame total.
+    Heartbeat,
 }
 
 impl MessageKind {
     /// Every kind, in code order.
-    pub const ALL: [Self; 6] = [
+    pub const ALL: [Self; 7] = [
         Self::Request,
         Self::Result,
         Self::Error,
         Self::Cancel,
         Self::Hello,
         Self::Goodbye,
+        Self::Heartbeat,
     ];
 
     /// The kind's byte on the wire.
@@ -106,6 +112,7 @@ impl MessageKind {
             Self::Cancel => 4,
             Self::Hello => 5,
             Self::Goodbye => 6,
+            Self::Heartbeat => 7,
         }
     }
 
@@ -118,19 +125,20 @@ impl MessageKind {
             4 => Some(Self::Cancel),
             5 => Some(Self::Hello),
             6 => Some(Self::Goodbye),
+            7 => Some(Self::Heartbeat),
             _ => None,
         }
     }
 
     /// May a record of this kind arrive on `channel`?
     ///
-    /// Request, result and error travel on the action channel, cancel on the
-    /// control channel; hello and goodbye belong to the transport and are
-    /// allowed on both.
+    /// Request, result and error travel on the action channel, cancel and
+    /// heartbeat on the control channel; hello and goodbye belong to the
+    /// transport and are allowed on both.
     pub const fn allowed_on(self, channel: Channel) -> bool {
         match self {
             Self::Request | Self::Result | Self::Error => matches!(channel, Channel::Action),
-            Self::Cancel => matches!(channel, Channel::Control),
+            Self::Cancel | Self::Heartbeat => matches!(channel, Channel::Control),
             Self::Hello | Self::Goodbye => true,
         }
     }
@@ -140,7 +148,7 @@ impl MessageKind {
     pub const fn channel(self) -> Option<Channel> {
         match self {
             Self::Request | Self::Result | Self::Error => Some(Channel::Action),
-            Self::Cancel => Some(Channel::Control),
+            Self::Cancel | Self::Heartbeat => Some(Channel::Control),
             Self::Hello | Self::Goodbye => None,
         }
     }
@@ -160,6 +168,7 @@ impl MessageKind {
             Self::Cancel => "cancel",
             Self::Hello => "hello",
             Self::Goodbye => "goodbye",
+            Self::Heartbeat => "heartbeat",
         }
     }
 }
@@ -181,11 +190,11 @@ mod tests {
         for kind in MessageKind::ALL {
             assert_eq!(MessageKind::from_code(kind.code()), Some(kind));
         }
-        for code in (0..=u8::MAX).filter(|code| !(1..=6).contains(code)) {
+        for code in (0..=u8::MAX).filter(|code| !(1..=7).contains(code)) {
             assert_eq!(MessageKind::from_code(code), None, "{code}");
         }
         let codes: std::vec::Vec<u8> = MessageKind::ALL.iter().map(|k| k.code()).collect();
-        assert_eq!(codes, [1, 2, 3, 4, 5, 6]);
+        assert_eq!(codes, [1, 2, 3, 4, 5, 6, 7]);
     }
 
     #[test]
@@ -198,6 +207,7 @@ mod tests {
             (MessageKind::Cancel, [true, false]),
             (MessageKind::Hello, [true, true]),
             (MessageKind::Goodbye, [true, true]),
+            (MessageKind::Heartbeat, [true, false]),
         ];
         for (kind, [control, action]) in table {
             assert_eq!(kind.allowed_on(Control), control, "{kind}");

@@ -121,6 +121,7 @@ pub struct Call {
 /// | error | required | 0 | optional | required | 0 |
 /// | cancel | required | 0 | optional | 0 | 0 |
 /// | goodbye | 0 | 0 | 0 | 0 | any |
+/// | heartbeat | 0 | 0 | 0 | 0 | 0 |
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Message {
@@ -157,6 +158,8 @@ pub enum Message {
         /// drained the channel.
         frames_sent: u64,
     },
+    /// The sender is alive (see [`MessageKind::Heartbeat`]).
+    Heartbeat,
 }
 
 impl Message {
@@ -168,6 +171,7 @@ impl Message {
             Self::Error { .. } => MessageKind::Error,
             Self::Cancel { .. } => MessageKind::Cancel,
             Self::Goodbye { .. } => MessageKind::Goodbye,
+            Self::Heartbeat => MessageKind::Heartbeat,
         }
     }
 
@@ -178,7 +182,7 @@ impl Message {
             | Self::Result { call }
             | Self::Error { call, .. }
             | Self::Cancel { call } => Some(call),
-            Self::Goodbye { .. } => None,
+            Self::Goodbye { .. } | Self::Heartbeat => None,
         }
     }
 }

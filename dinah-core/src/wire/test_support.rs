@@ -66,7 +66,7 @@ pub(crate) fn request() -> Message {
 }
 
 /// One message of every kind, with the channel it travels on.
-pub(crate) fn every_message() -> [(Message, Channel); 5] {
+pub(crate) fn every_message() -> [(Message, Channel); 6] {
     [
         (request(), Channel::Action),
         (Message::Result { call: call() }, Channel::Action),
@@ -79,6 +79,7 @@ pub(crate) fn every_message() -> [(Message, Channel); 5] {
         ),
         (Message::Cancel { call: call() }, Channel::Control),
         (Message::Goodbye { frames_sent: 41 }, Channel::Control),
+        (Message::Heartbeat, Channel::Control),
     ]
 }
 

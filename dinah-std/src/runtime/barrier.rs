@@ -30,7 +30,6 @@ use super::hub::Hub;
 use crate::action::{
     Action, ActionError, CodecError, SegmentReader, SegmentWriter, WireValue, action_id, schema_id,
 };
-use crate::transport::PeerStatus;
 
 /// "Rank `origin` reached round `round` of barrier `epoch`": the runtime's
 /// own action, registered on every rank (so it is part of the hello
@@ -248,7 +247,6 @@ impl RuntimeClient {
         let mut round = 0_u8;
         while distance < size {
             let to = rank_at(hub, (me + distance) % size);
-            let from = rank_at(hub, (me + size - distance) % size);
             let left = deadline.saturating_duration_since(hub.clock.now());
             if left.is_zero() {
                 return Err(RuntimeError::DeadlineExceeded { after: timeout });
@@ -262,8 +260,8 @@ impl RuntimeClient {
                 if hub.clock.now() >= deadline {
                     return Poll::Ready(Err(RuntimeError::DeadlineExceeded { after: timeout }));
                 }
-                if hub.handle.peer_status(from) == PeerStatus::Down {
-                    return Poll::Ready(Err(super::caller::transport_down(hub, from)));
+                if let Some(gone) = super::caller::any_rank_down(hub) {
+                    return Poll::Ready(Err(gone));
                 }
                 Poll::Pending
             })

@@ -13,6 +13,6 @@ mod scope;
 pub use call_set::{CallSet, CallSetFull};
 pub(crate) use calls::{Abandoned, CallInfo, CallOutcome, Calls, LocalRelease, Ticket};
 pub use issue::{Backpressure, SpawnOptions};
-pub(crate) use issue::{submit_local, transport_down};
+pub(crate) use issue::{any_rank_down, submit_local};
 pub use remote_future::RemoteFuture;
 pub use scope::{Scope, ScopedFuture};

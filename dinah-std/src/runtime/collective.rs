@@ -38,7 +38,6 @@ use super::hub::Hub;
 use crate::action::{
     Action, ActionError, CodecError, SegmentReader, SegmentWriter, WireValue, action_id, schema_id,
 };
-use crate::transport::PeerStatus;
 
 /// The most deliveries a rank keeps for collectives it has not reached.
 const MAILBOX: usize = 64;
@@ -329,10 +328,10 @@ impl Tree<'_> {
         Ok(())
     }
 
-    /// Waits for the delivery of round `round` from relative rank `from`.
-    async fn receive(&self, round: u8, from: u32) -> Result<Deliver, RuntimeError> {
+    /// Waits for the delivery of round `round` (from the relative rank the
+    /// caller knows); fails once any rank of the world is down.
+    async fn receive(&self, round: u8) -> Result<Deliver, RuntimeError> {
         let hub = &*self.client.hub;
-        let from = self.rank(from);
         poll_fn(|cx| {
             if let Poll::Ready(delivery) = hub.collectives.take(self.epoch, round, cx) {
                 return Poll::Ready(Ok(delivery));
@@ -340,8 +339,8 @@ impl Tree<'_> {
             if hub.clock.now() >= self.deadline {
                 return Poll::Ready(Err(self.deadline_exceeded()));
             }
-            if hub.handle.peer_status(from) == PeerStatus::Down {
-                return Poll::Ready(Err(super::caller::transport_down(hub, from)));
+            if let Some(gone) = super::caller::any_rank_down(hub) {
+                return Poll::Ready(Err(gone));
             }
             Poll::Pending
         })
@@ -478,7 +477,7 @@ impl RuntimeClient {
             (bytes, value, tree.size.next_power_of_two())
         } else {
             let round = tree.rel.trailing_zeros();
-            let delivery = tree.receive(round as u8, tree.rel - (1 << round)).await?;
+            let delivery = tree.receive(round as u8).await?;
             let value = decode_group::<T>(&delivery)?;
             (delivery.value, value, 1 << round)
         };
@@ -524,7 +523,7 @@ impl RuntimeClient {
                 return Ok(None);
             }
             if tree.rel + bit < tree.size {
-                let delivery = tree.receive(round as u8, tree.rel + bit).await?;
+                let delivery = tree.receive(round as u8).await?;
                 own = op(own, decode_group(&delivery)?);
             }
             round += 1;

@@ -26,6 +26,9 @@ pub enum DownReason {
     Disconnected,
     /// The local transport closed the connection (shutdown or drop).
     LocalClose,
+    /// Nothing arrived from the peer for the liveness timeout (see
+    /// [`Liveness`](super::Liveness)): it is frozen, gone, or cut off.
+    Silent,
 }
 
 impl fmt::Display for DownReason {
@@ -38,6 +41,7 @@ impl fmt::Display for DownReason {
             Self::HandshakeFailed => "handshake failed",
             Self::Disconnected => "network disconnected",
             Self::LocalClose => "closed locally",
+            Self::Silent => "peer silent for longer than the liveness timeout",
         })
     }
 }

@@ -506,7 +506,7 @@ impl fmt::Debug for TransportHandle {
     }
 }
 
-const DOWN_REASONS: [DownReason; 7] = [
+const DOWN_REASONS: [DownReason; 8] = [
     DownReason::EndOfStream,
     DownReason::Reset,
     DownReason::Timeout,
@@ -514,6 +514,7 @@ const DOWN_REASONS: [DownReason; 7] = [
     DownReason::HandshakeFailed,
     DownReason::Disconnected,
     DownReason::LocalClose,
+    DownReason::Silent,
 ];
 
 fn reason_code(reason: DownReason) -> u8 {

@@ -1,7 +1,9 @@
 //! The driver's work inside one poll: taking frames from the handle,
-//! writing them, reading the sockets, and giving up on peers.
+//! writing them, reading the sockets, keeping peers informed that this
+//! rank is alive, and giving up on peers.
 
 use std::net::Shutdown;
+use std::time::Instant;
 
 use dinah_core::wire::{Channel, Header, Message};
 use dinah_std::transport::{
@@ -187,7 +189,7 @@ impl TcpDriver {
     /// first. Within a lane the peers take turns, starting from a peer
     /// that rotates every poll; each reads what its socket holds until the
     /// budget is spent (the rest stays buffered for the next poll).
-    pub(super) fn receive(&mut self, out: &mut Out<'_>) -> bool {
+    pub(super) fn receive(&mut self, out: &mut Out<'_>, now: Instant) -> bool {
         let mut progress = false;
         let n = self.peers.len();
         let mut items = std::mem::take(&mut self.items);
@@ -218,7 +220,11 @@ impl TcpDriver {
                 if self.peers[index].state == PeerState::Down {
                     continue;
                 }
-                progress |= self.peers[index].lanes[l].read(out.left, &mut items);
+                if self.peers[index].lanes[l].read(out.left, &mut items) {
+                    // Anything read is a sign of life.
+                    self.liveness.heard(self.peers[index].rank, now);
+                    progress = true;
+                }
                 for item in items.drain(..) {
                     self.accept(index, lane, item, out);
                 }
@@ -246,7 +252,10 @@ impl TcpDriver {
                     bytes,
                 });
             }
+            Inbound::Heartbeat => {}
             Inbound::Goodbye => {
+                // Done sending: no longer watched for silence.
+                self.liveness.forget(rank);
                 peer.lanes[lane.index()].goodbye_received = true;
                 if self.handle.peer_status(rank) == PeerStatus::Up {
                     self.handle.set_peer_status(rank, PeerStatus::Leaving);
@@ -278,6 +287,7 @@ impl TcpDriver {
         let drained = peer.state == PeerState::Drained;
         peer.state = PeerState::Down;
         let rank = peer.rank;
+        self.liveness.forget(rank);
         self.handle.mark_down(rank, reason);
         for conn in &mut peer.lanes {
             conn.abort();
@@ -297,6 +307,51 @@ impl TcpDriver {
             self.owed
                 .push_back(TransportEvent::PeerDown { peer: rank, error });
         }
+    }
+
+    /// When a liveness check is due: gives up on the peers heard from for
+    /// none of the timeout (`PeerDown` with [`DownReason::Silent`]), and
+    /// queues a heartbeat on the control connection of every other peer
+    /// this rank still writes to. Returns whether it queued or changed
+    /// anything.
+    pub(super) fn keep_alive(&mut self, now: Instant) -> bool {
+        if self.liveness.next_check().is_none_or(|due| now < due) {
+            return false;
+        }
+        let mut silent = std::mem::take(&mut self.silent);
+        let beat = self.liveness.check(now, &mut silent);
+        let progress = !silent.is_empty() || beat;
+        for rank in silent.drain(..) {
+            if let Some(index) = self.peer_index(rank) {
+                let reason = DownReason::Silent;
+                self.peer_down(
+                    index,
+                    reason,
+                    TransportError::PeerDown { peer: rank, reason },
+                );
+            }
+        }
+        self.silent = silent;
+        if beat {
+            let heartbeat = Header::without_payload(self.me, Message::Heartbeat)
+                .expect("a heartbeat has no payload")
+                .encode();
+            for peer in self
+                .peers
+                .iter_mut()
+                .filter(|peer| peer.state != PeerState::Down)
+            {
+                let conn = &mut peer.lanes[Channel::Control.index()];
+                if conn.goodbye_queued {
+                    // Nothing follows a goodbye.
+                    continue;
+                }
+                conn.outbox.push(heartbeat.to_vec(), false);
+                // Counted like any frame: the goodbye announces them all.
+                conn.frames_queued += 1;
+            }
+        }
+        progress
     }
 
     pub(super) fn emit_owed(&mut self, out: &mut Out<'_>) -> bool {

@@ -31,6 +31,7 @@ use super::{
     LaunchConfig, LaunchEvent, LaunchReport, MAX_RANKS, Message, OutputSink, RankReport, Refusal,
     Stream, output, write_message,
 };
+use crate::auth::{ENV_KEY, RunKey};
 use crate::launch_error::{LaunchError, LaunchOp, LaunchPhase};
 
 /// How often the loop looks at the ranks before the rendezvous.
@@ -96,10 +97,20 @@ pub fn launch(config: &LaunchConfig, sink: Arc<dyn OutputSink>) -> LaunchReport 
             return report;
         }
     };
+    let key = match RunKey::generate() {
+        Ok(key) => key,
+        Err(source) => {
+            report.error = Some(LaunchError::Io {
+                op: LaunchOp::MakeKey,
+                source,
+            });
+            return report;
+        }
+    };
     report.control = Some(control);
     sink.event(&LaunchEvent::Listening { control, run_id });
 
-    let mut supervisor = Supervisor::new(config, &sink, report);
+    let mut supervisor = Supervisor::new(config, &sink, report, key);
     let (pump_done, pumps_done) = mpsc::channel();
     let mut pumps = 0;
     for rank in 0..world {
@@ -171,10 +182,17 @@ struct Supervisor<'a> {
     killed_at: Option<Instant>,
     /// Control connections whose report is awaited.
     arrivals: Arrivals,
+    /// The run's key, handed to every rank in [`ENV_KEY`].
+    key: RunKey,
 }
 
 impl<'a> Supervisor<'a> {
-    fn new(config: &'a LaunchConfig, sink: &'a Arc<dyn OutputSink>, report: LaunchReport) -> Self {
+    fn new(
+        config: &'a LaunchConfig,
+        sink: &'a Arc<dyn OutputSink>,
+        report: LaunchReport,
+        key: RunKey,
+    ) -> Self {
         let world = config.ranks.get();
         let started = Instant::now();
         Self {
@@ -193,6 +211,7 @@ impl<'a> Supervisor<'a> {
             kill_at: None,
             killed_at: None,
             arrivals: Arrivals::default(),
+            key,
         }
     }
 
@@ -228,6 +247,7 @@ impl<'a> Supervisor<'a> {
                 OsString::from(ENV_LAUNCH_TIMEOUT_MS),
                 OsString::from(timeout_ms),
             ),
+            (OsString::from(ENV_KEY), OsString::from(self.key.to_hex())),
         ]);
         let spec = SpawnSpec {
             program: &self.config.program,

@@ -13,7 +13,7 @@ fn decode(bytes: &[u8], channel: Channel) -> Result<Header, ProtocolError> {
 /// The encoded request header of the fixtures, written out by hand from the
 /// layout table.
 const GOLDEN_REQUEST: &str = concat!(
-    "444e4148030001000100000009000000",
+    "444e4148040001000100000009000000",
     "03000000000000008877665544332211",
     "100f0e0d0c0b0a090807060504030201",
     "030000000000000000ca9a3b00000000",
@@ -103,7 +103,7 @@ fn magic_version_kind_and_reserved_bytes() {
         Channel::Action,
         E::UnsupportedVersion { found: 0 },
     );
-    for code in [0u8, 7, 0xFF] {
+    for code in [0u8, 8, 0xFF] {
         expect(
             patched(request_bytes(), 6, &[code]),
             Channel::Action,
@@ -175,7 +175,7 @@ fn channel_and_origin() {
 fn every_runtime_kind_requires_its_three_ids() {
     for (message, channel) in every_message() {
         let kind = message.kind();
-        if kind == MessageKind::Goodbye {
+        if matches!(kind, MessageKind::Goodbye | MessageKind::Heartbeat) {
             continue;
         }
         let bytes = header_of(message).encode().to_vec();
@@ -305,6 +305,34 @@ fn goodbye_carries_nothing_else() {
             Channel::Control,
             E::UnexpectedField {
                 kind: MessageKind::Goodbye,
+                field,
+            },
+        );
+    }
+}
+
+#[test]
+fn a_heartbeat_carries_nothing_and_only_on_the_control_channel() {
+    let heartbeat = header_of(Message::Heartbeat).encode().to_vec();
+    assert_eq!(
+        decode(&heartbeat, Channel::Control).map(|h| *h.message()),
+        Ok(Message::Heartbeat)
+    );
+    assert!(decode(&heartbeat, Channel::Action).is_err());
+    for (at, field) in [
+        (at::REQUEST, HeaderField::Request),
+        (at::ACTION, HeaderField::Action),
+        (at::DOMAIN, HeaderField::Domain),
+        (at::DEADLINE, HeaderField::Deadline),
+        (at::TRACE, HeaderField::Trace),
+        (at::ERROR_CODE, HeaderField::ErrorCode),
+        (at::FRAMES_SENT, HeaderField::FramesSent),
+    ] {
+        expect(
+            patched(heartbeat.clone(), at, &[1]),
+            Channel::Control,
+            E::UnexpectedField {
+                kind: MessageKind::Heartbeat,
                 field,
             },
         );

@@ -23,7 +23,7 @@ fn hello(index: u32) -> Hello {
 }
 
 const GOLDEN: &str = concat!(
-    "444e4148030005010200000004000000",
+    "444e4148040005010200000004000000",
     "1032547698badcfeefcdab8967452301",
     "ffeeddccbbaa99887766554433221100",
     "00000001000000014000000000100000",
@@ -64,7 +64,7 @@ fn the_admission_capacity_round_trips_and_defaults_to_zero() {
         assert_eq!(advertised.admission_capacity, capacity);
         let bytes = advertised.encode();
         assert_eq!(bytes[64..68], capacity.to_le_bytes());
-        assert_eq!(bytes[68..72], [0; 4]);
+        assert_eq!(bytes[68..72], [0; 4], "no authentication, reserved");
         assert_eq!(Hello::decode(&bytes), Ok(advertised));
         // The other channel's hello keeps it.
         assert_eq!(
@@ -145,9 +145,13 @@ fn every_decode_rejection() {
     );
     expect(patched(golden(), 58, &[1]), HelloError::ReservedNotZero);
     expect(patched(golden(), 59, &[1]), HelloError::ReservedNotZero);
-    for at in 68..72 {
+    for at in 69..72 {
         expect(patched(golden(), at, &[1]), HelloError::ReservedNotZero);
     }
+    expect(
+        patched(golden(), 68, &[2]),
+        HelloError::UnknownAuth { code: 2 },
+    );
     expect(
         patched(golden(), 12, &0u32.to_le_bytes()),
         HelloError::EmptyWorld,
@@ -375,6 +379,7 @@ fn display_is_lowercase_and_specific() {
         HelloError::NotHello { kind: 1 },
         HelloError::UnknownChannel { code: 9 },
         HelloError::ReservedNotZero,
+        HelloError::UnknownAuth { code: 2 },
         HelloError::EmptyWorld,
         HelloError::RankOutOfRange {
             rank: 1,
@@ -389,5 +394,28 @@ fn display_is_lowercase_and_specific() {
     assert_eq!(
         HelloError::NotHello { kind: 1 }.to_string(),
         "expected a hello record, found a record of kind 1"
+    );
+}
+
+#[test]
+fn the_authentication_scheme_travels_and_must_agree() {
+    let plain = hello(2);
+    assert_eq!(plain.auth, HelloAuth::None);
+    let proven = plain.with_auth(HelloAuth::HmacSha256);
+    let bytes = proven.encode();
+    assert_eq!(bytes[68], 1);
+    assert_eq!(Hello::decode(&bytes), Ok(proven));
+    let mut other = proven;
+    other.rank = other
+        .world_size
+        .rank((other.rank.get() + 1) % other.world_size.get())
+        .unwrap();
+    assert_eq!(check_compatible(&proven, &other), Ok(()));
+    let mismatch = check_compatible(&proven, &other.with_auth(HelloAuth::None)).unwrap_err();
+    assert_eq!(mismatch.field, HelloField::Authentication);
+    assert_eq!((mismatch.local, mismatch.remote), (1, 0));
+    assert_eq!(
+        mismatch.to_string(),
+        "peer rejected: authentication differs (local HMAC-SHA256, remote none)"
     );
 }

@@ -274,6 +274,18 @@ pub(crate) fn transport_down(hub: &Hub, peer: Rank) -> RuntimeError {
     down(&hub.handle, peer)
 }
 
+/// The error for a collective of every rank once any rank is down (it can
+/// no longer complete anywhere: every rank's part is needed), naming the
+/// first such rank; `None` while every rank is up.
+pub(crate) fn any_rank_down(hub: &Hub) -> Option<RuntimeError> {
+    let handle = &hub.handle;
+    handle
+        .world()
+        .ranks()
+        .find(|&rank| handle.peer_status(rank) == PeerStatus::Down)
+        .map(|rank| down(handle, rank))
+}
+
 /// The error for a call to a peer `handle` reports down.
 pub(crate) fn down(handle: &TransportHandle, peer: Rank) -> RuntimeError {
     let reason = handle.down_reason(peer).unwrap_or(DownReason::LocalClose);
