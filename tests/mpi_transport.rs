@@ -5,8 +5,9 @@
 //! saturated action lane), a clean
 //! runtime shutdown with an all-zero report, incompatible and late ranks
 //! at bootstrap (a typed error on every rank, never a hang), deadlines and
-//! cancellations that overtake their requests, and, last, a rank that
-//! leaves early.
+//! cancellations that overtake their requests, a rank stopped with
+//! `SIGSTOP` declared down by liveness, and, last, a rank that leaves
+//! early.
 //!
 //! A `harness = false` program run under `mpirun -n 1`, `2` and `4` by
 //! `cargo xtask ci --lane mpi`; every step runs on every rank, in order.
@@ -83,6 +84,10 @@ fn main() {
     mpi.step(
         "cancels_overtaking_their_requests",
         cancels_overtaking_their_requests,
+    );
+    mpi.step(
+        "a_stopped_rank_is_declared_down_within_the_liveness_timeout",
+        a_stopped_rank_is_declared_down_within_the_liveness_timeout,
     );
     // Last: the highest rank stops taking part in dinah.
     mpi.step("a_rank_that_leaves_early", a_rank_that_leaves_early);
@@ -750,6 +755,97 @@ fn cancels_overtaking_their_requests(world: &SimpleCommunicator) {
 /// running call ends with its deadline or a transport error, later calls
 /// to the departed rank fail fast with a transport error, and the ranks
 /// that stay shut down among themselves without hanging.
+/// The liveness timeout of the stopped-rank step.
+const LIVENESS: Duration = Duration::from_secs(1);
+
+/// Sends `signal` (`-STOP`, `-CONT`) to process `pid` with `kill(1)`.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the step stops and wakes a rank's process; kill(1) needs no unsafe"
+)]
+fn signal(signal: &str, pid: u32) {
+    let status = std::process::Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success(), "kill {signal} {pid}");
+}
+
+/// The highest rank stops itself with `SIGSTOP` while the others wait on
+/// a call to it: each declares it down ([`DownReason::Silent`]) within the
+/// liveness timeout, far before the call's deadline, and shuts down
+/// cleanly without it; rank 0 then wakes it, and it shuts down too (its
+/// peers, gone by then, fall silent for it in turn). With one rank there
+/// is nobody to stop: the rank checks that liveness leaves it alone.
+fn a_stopped_rank_is_declared_down_within_the_liveness_timeout(world: &SimpleCommunicator) {
+    let (me, size) = rank_of(world);
+    let mut pids = vec![0u32; size as usize];
+    world.all_gather_into(&std::process::id(), &mut pids[..]);
+    let state = Arc::new(RankState::default());
+    let builder = conformance::builder(&state);
+    let hello = builder.hello().expect("hello");
+    let mut config = MpiConfig::default();
+    config.liveness_timeout = Some(LIVENESS);
+    let (handle, driver) = MpiTransport::with_config(config)
+        .connect(world, hello)
+        .unwrap_or_else(|error| panic!("connect: {error}"));
+    let mut ctx = RankCtx::new(builder.start(handle, driver).expect("start"), state);
+    ctx.barrier();
+    if size == 1 {
+        // Alone: three timeouts of progress, and nobody is declared down.
+        let start = Instant::now();
+        ctx.wait_until("three liveness timeouts", |_| {
+            start.elapsed() > 3 * LIVENESS
+        });
+        let report = ctx.finish().expect("clean shutdown");
+        assert!(report.is_clean(), "{report}");
+        return;
+    }
+    let last = ctx.world().rank(size - 1).unwrap();
+    if me == last.get() {
+        signal("-STOP", std::process::id());
+        // Woken by rank 0 after the others shut down.
+        let report = ctx.take_runtime().shutdown(Duration::from_secs(20));
+        println!("mpi_transport: rank {me}: woke up; shutdown: {report:?}");
+        return;
+    }
+    let client = ctx.rt().client();
+    let started = Instant::now();
+    let call = client.spawn_on_with(
+        last,
+        Sleep((120_000, true)),
+        SpawnOptions::deadline(PATIENCE),
+    );
+    match ctx.wait(call) {
+        Err(RuntimeError::Transport { peer, error }) => {
+            assert_eq!(peer, last);
+            assert!(
+                matches!(error, dinah::std::transport::TransportError::PeerDown { reason, .. }
+                    if reason == dinah::std::transport::DownReason::Silent),
+                "{error}"
+            );
+        }
+        other => panic!("the call to the stopped rank ended with {other:?}"),
+    }
+    assert!(
+        started.elapsed() < PATIENCE / 2,
+        "declared down only after {:?}",
+        started.elapsed()
+    );
+    let report = ctx
+        .take_runtime()
+        .shutdown(Duration::from_secs(20))
+        .expect("the live ranks shut down cleanly without the stopped one");
+    assert!(report.is_clean(), "{report}");
+    println!(
+        "mpi_transport: rank {me}: rank {} declared down (silent) and shut down cleanly",
+        last.get()
+    );
+    if me == 0 {
+        signal("-CONT", pids[last.index()]);
+    }
+}
+
 fn a_rank_that_leaves_early(world: &SimpleCommunicator) {
     let (me, size) = rank_of(world);
     let mut ctx = suite_runtime(world);

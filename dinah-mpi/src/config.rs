@@ -39,15 +39,25 @@ pub struct MpiConfig {
     /// answers an idle rank's first message sooner, a larger one burns
     /// less CPU while a rank has nothing to do.
     pub max_idle_park: Duration,
+    /// Liveness (default 5 s; `None` turns it off): every quarter of it,
+    /// the driver posts each peer a heartbeat on the control tag (a
+    /// non-blocking send, never a collective), and a peer from which
+    /// nothing arrived for this long is declared down
+    /// ([`DownReason::Silent`](dinah_std::transport::DownReason::Silent)).
+    /// Both happen in the owner's polls, so a rank whose runtime is not
+    /// progressed for this long looks frozen to its peers (see `Liveness`
+    /// in `dinah-std`).
+    pub liveness_timeout: Option<Duration>,
 }
 
 impl MpiConfig {
     /// The defaults: 30 s to bootstrap, 64 pending receives, idle parks of
-    /// at most 1 ms.
+    /// at most 1 ms, a liveness timeout of 5 s.
     pub const DEFAULT: Self = Self {
         bootstrap_timeout: Duration::from_secs(30),
         max_pending_receives: 64,
         max_idle_park: Duration::from_millis(1),
+        liveness_timeout: Some(Duration::from_secs(5)),
     };
 }
 

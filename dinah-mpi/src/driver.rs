@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use dinah_core::wire::Channel;
 use dinah_core::{ProtocolLimits, Rank, WorldSize};
 use dinah_std::transport::{
-    DownReason, DriverCounts, Outgoing, PeerStatus, TransportDriver, TransportError,
+    DownReason, DriverCounts, Liveness, Outgoing, PeerStatus, TransportDriver, TransportError,
     TransportEvent, TransportHandle,
 };
 use mpi::traits::{Communicator, Source};
@@ -126,6 +126,10 @@ pub struct MpiDriver {
     polls: u64,
     /// Idle checks so far.
     idle_checks: u64,
+    /// Heartbeats sent and heard ([`MpiConfig::liveness_timeout`]).
+    liveness: Liveness,
+    /// Scratch for the peers a liveness check found silent.
+    silent: Vec<Rank>,
     /// The driver never leaves its thread, whatever the MPI implementation.
     _owner_thread: PhantomData<*const ()>,
 }
@@ -212,6 +216,8 @@ impl MpiDriver {
             last_progress: Instant::now(),
             polls: 0,
             idle_checks: 0,
+            liveness: Liveness::new(config.liveness_timeout, world, me, Instant::now()),
+            silent: Vec::new(),
             handle,
             _owner_thread: PhantomData,
         }
@@ -239,6 +245,8 @@ impl MpiDriver {
         while let Some(notice) = self.peers.next_notice() {
             let event = match notice {
                 Notice::Leaving(peer) => {
+                    // Done sending: no longer watched for silence.
+                    self.liveness.forget(peer);
                     if matches!(
                         self.handle.peer_status(peer),
                         PeerStatus::Up | PeerStatus::Connecting
@@ -249,6 +257,7 @@ impl MpiDriver {
                 }
                 Notice::Closed(peer) => {
                     // Drained and closed: later sends fail at once, quietly.
+                    self.liveness.forget(peer);
                     self.handle.mark_down(peer, DownReason::LocalClose);
                     None
                 }
@@ -264,6 +273,7 @@ impl MpiDriver {
                 }
                 Notice::Drained(peer) => Some(TransportEvent::PeerDrained { peer }),
                 Notice::Down(peer, reason) => {
+                    self.liveness.forget(peer);
                     self.handle.mark_down(peer, reason);
                     Some(TransportEvent::PeerDown {
                         peer,
@@ -366,6 +376,42 @@ impl MpiDriver {
         self.phase = Phase::GoodbyeSent;
     }
 
+    /// When a liveness check is due: reports the peers heard from for none
+    /// of the timeout down, and posts a heartbeat on the control tag to
+    /// every other peer (non-blocking sends; none after the goodbyes).
+    /// Returns whether it posted or changed anything.
+    fn keep_alive(&mut self, now: Instant) -> bool {
+        if self.liveness.next_check().is_none_or(|due| now < due) {
+            return false;
+        }
+        let mut silent = std::mem::take(&mut self.silent);
+        let beat = self.liveness.check(now, &mut silent);
+        let progress = beat || !silent.is_empty();
+        for peer in silent.drain(..) {
+            self.peers.on_silence(peer);
+        }
+        self.silent = silent;
+        if beat && self.phase != Phase::GoodbyeSent {
+            let peers: Vec<Rank> = self
+                .peers
+                .others()
+                .filter(|&peer| !self.peers.is_down(peer))
+                .collect();
+            for peer in peers {
+                // Counted like any frame: the goodbye announces them all.
+                self.peers.on_sent(peer, Channel::Control);
+                self.sends.post(
+                    self.comm.get(),
+                    peer,
+                    Stream::of(Channel::Control),
+                    farewell::heartbeat(self.me),
+                    SendKind::Internal,
+                );
+            }
+        }
+        progress
+    }
+
     /// Receives on both lanes (control first) and then the close markers.
     fn receive(&mut self, out: &mut Out<'_>) -> bool {
         let mut progress = false;
@@ -406,12 +452,21 @@ impl MpiDriver {
             frames_received,
             bytes_received,
             buffers,
+            liveness,
             ..
         } = self;
         let (world, limits) = (*world, *limits);
         let mut absorbed = false;
         let stream = Stream::of(channel);
+        let now = Instant::now();
         let counted = receives.take_ready(stream, true, out.left, buffers, |from, bytes| {
+            // Anything received is a sign of life.
+            liveness.heard(from, now);
+            if farewell::is_heartbeat(&bytes, channel, from, world, limits) {
+                peers.on_frame(from, channel);
+                absorbed = true;
+                return false;
+            }
             if let Some(frames_sent) = farewell::parse_goodbye(&bytes, channel, from, world, limits)
             {
                 peers.on_goodbye(from, channel, frames_sent);
@@ -565,6 +620,8 @@ impl TransportDriver for MpiDriver {
             }
         }
         progress |= self.receive(&mut out);
+        // After the receives, so that what just arrived counts.
+        progress |= self.keep_alive(Instant::now());
         progress |= self.emit_notices(&mut out);
         if progress {
             self.idle_park = FIRST_IDLE_PARK;

@@ -1,4 +1,6 @@
-//! The messages that end a transport: goodbyes and close markers.
+//! The messages that end a transport: goodbyes and close markers; and
+//! the heartbeats that say it has not ended (see `Liveness` in
+//! `dinah-std`).
 //!
 //! A **goodbye** is a dinah frame ([`Message::Goodbye`]), one per lane and
 //! peer, sent after every frame the driver posted to that peer on that
@@ -53,6 +55,32 @@ pub(crate) fn parse_goodbye(
         Message::Goodbye { frames_sent } => Some(frames_sent),
         _ => None,
     }
+}
+
+/// The encoded heartbeat from `me`.
+pub(crate) fn heartbeat(me: Rank) -> Vec<u8> {
+    let header =
+        Header::without_payload(me, Message::Heartbeat).expect("a heartbeat has no payload");
+    header.encode().to_vec()
+}
+
+/// Whether `bytes`, received from `from` on `channel`, is a valid
+/// heartbeat (anything else is for the runtime to judge).
+pub(crate) fn is_heartbeat(
+    bytes: &[u8],
+    channel: Channel,
+    from: Rank,
+    world: WorldSize,
+    limits: ProtocolLimits,
+) -> bool {
+    // Cheap pre-check on the kind byte (offset 6) before a full decode.
+    if bytes.len() != HEADER_LEN || bytes[6] != MessageKind::Heartbeat.code() {
+        return false;
+    }
+    DecodeContext::new(channel, from, world, limits)
+        .ok()
+        .and_then(|ctx| decode_frame(bytes, &ctx).ok())
+        .is_some_and(|frame| *frame.header().message() == Message::Heartbeat)
 }
 
 /// A close marker for a peer: this transport's `session`, then the number

@@ -122,6 +122,18 @@ impl Peers {
         }
     }
 
+    /// Nothing arrived from `peer` for the liveness timeout: it is
+    /// reported down, unless it drained or is down already.
+    pub(crate) fn on_silence(&mut self, peer: Rank) {
+        let state = &mut self.peers[peer.index()];
+        if state.down || state.drained {
+            return;
+        }
+        state.down = true;
+        self.notices
+            .push_back(Notice::Down(peer, DownReason::Silent));
+    }
+
     fn check(&mut self, peer: Rank) {
         let state = &mut self.peers[peer.index()];
         if state.down {
