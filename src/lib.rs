@@ -32,6 +32,13 @@
 //! # let _ = Double(1);
 //! # }
 //! ```
+//!
+//! With the `tracing` feature, the runtime and the transports emit
+//! [`tracing`](https://docs.rs/tracing) events for what an operator acts
+//! on: set-up (with the connections it refused), each refused stranger,
+//! peers going down (with the reason, liveness included) and shutdown
+//! (with its counts). Events carry ranks, counts and error texts, never
+//! payloads or keys.
 #![deny(missing_docs)]
 #![doc(test(attr(deny(warnings))))]
 

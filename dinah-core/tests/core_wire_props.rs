@@ -770,6 +770,33 @@ fn seed_corpus() -> Vec<(&'static str, String, Vec<u8>)> {
         bad[at] = 0x09;
         seeds.push(("stream_decoder", format!("seed-{channel}-bad-tail"), bad));
     }
+    // The TCP reader: whole conversations, each ending with a goodbye
+    // that counts the frames before it, read through a 64-byte buffer.
+    for channel in [Channel::Action, Channel::Control] {
+        let mut stream = prefix(channel);
+        stream.extend_from_slice(&[0x5a, 15]);
+        let mut sent = 0;
+        for (_, frame) in frames
+            .iter()
+            .filter(|(c, f)| *c == channel && f.header.kind() != MessageKind::Goodbye)
+        {
+            stream.extend_from_slice(&encode(frame));
+            sent += 1;
+        }
+        let origin = frames[0].1.header.origin();
+        let goodbye = Header::without_payload(origin, Message::Goodbye { frames_sent: sent });
+        stream.extend_from_slice(&goodbye.unwrap().encode());
+        seeds.push(("tcp_reader", format!("seed-{channel}"), stream.clone()));
+        let mut miscounted = stream;
+        let at = miscounted.len() - HEADER_LEN + 72;
+        miscounted[at] ^= 1;
+        seeds.push((
+            "tcp_reader",
+            format!("seed-{channel}-miscounted"),
+            miscounted,
+        ));
+    }
+
     let mut oversized = prefix(Channel::Action);
     oversized.push(1);
     let mut frame = encode(&frames[0].1);

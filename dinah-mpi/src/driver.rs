@@ -273,6 +273,13 @@ impl MpiDriver {
                 }
                 Notice::Drained(peer) => Some(TransportEvent::PeerDrained { peer }),
                 Notice::Down(peer, reason) => {
+                    trace_event!(
+                        tracing::Level::WARN,
+                        rank = self.me.get(),
+                        peer = peer.get(),
+                        reason = %reason,
+                        "dinah-mpi: peer down"
+                    );
                     self.liveness.forget(peer);
                     self.handle.mark_down(peer, reason);
                     Some(TransportEvent::PeerDown {
@@ -388,6 +395,12 @@ impl MpiDriver {
         let beat = self.liveness.check(now, &mut silent);
         let progress = beat || !silent.is_empty();
         for peer in silent.drain(..) {
+            trace_event!(
+                tracing::Level::WARN,
+                rank = self.me.get(),
+                peer = peer.get(),
+                "dinah-mpi: liveness: nothing from the peer for the whole timeout"
+            );
             self.peers.on_silence(peer);
         }
         self.silent = silent;
@@ -740,6 +753,8 @@ impl TransportDriver for MpiDriver {
             undrained_peers: self.peers.undrained(),
             frames_received: self.frames_received,
             bytes_received: self.bytes_received,
+            // Only the ranks of the job can reach its communicator.
+            rejected_connections: 0,
         }
     }
 

@@ -50,6 +50,17 @@
 #![deny(missing_docs)]
 #![doc(test(attr(deny(warnings))))]
 
+/// A `tracing` event when the `tracing` feature is on; nothing otherwise
+/// (the arguments are not even compiled).
+macro_rules! trace_event {
+    ($($arg:tt)*) => {{
+        #[cfg(feature = "tracing")]
+        {
+            tracing::event!($($arg)*);
+        }
+    }};
+}
+
 mod coalesce;
 mod comm;
 mod compile_fail;

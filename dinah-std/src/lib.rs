@@ -20,6 +20,17 @@
 #[cfg(all(test, feature = "derive"))]
 extern crate self as dinah_std;
 
+/// A `tracing` event when the `tracing` feature is on; nothing otherwise
+/// (the arguments are not even compiled).
+macro_rules! trace_event {
+    ($($arg:tt)*) => {{
+        #[cfg(feature = "tracing")]
+        {
+            tracing::event!($($arg)*);
+        }
+    }};
+}
+
 mod action;
 mod cancel;
 #[cfg(doctest)]

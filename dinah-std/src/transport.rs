@@ -60,6 +60,12 @@ pub struct DriverCounts {
     pub frames_received: u64,
     /// Bytes received since the start.
     pub bytes_received: u64,
+    /// Connections refused since the start: strangers during set-up (bad
+    /// hellos, another run, a failed proof of the run key, silence),
+    /// counted by transports that accept connections (TCP); 0 for the
+    /// others. The TCP driver keeps the first 64 refusals' errors
+    /// (`TcpDriver::rejected`).
+    pub rejected_connections: u64,
 }
 
 /// The owner-thread side of a transport.

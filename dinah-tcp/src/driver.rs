@@ -210,6 +210,7 @@ impl TcpDriver {
         let mut counts = DriverCounts {
             frames_received: self.frames_received,
             bytes_received: self.bytes_received,
+            rejected_connections: self.rejected_total,
             ..DriverCounts::default()
         };
         // A down peer's connections dropped what they had read.

@@ -151,6 +151,17 @@
 #![deny(missing_docs)]
 #![doc(test(attr(deny(warnings))))]
 
+/// A `tracing` event when the `tracing` feature is on; nothing otherwise
+/// (the arguments are not even compiled).
+macro_rules! trace_event {
+    ($($arg:tt)*) => {{
+        #[cfg(feature = "tracing")]
+        {
+            tracing::event!($($arg)*);
+        }
+    }};
+}
+
 mod auth;
 mod channel;
 mod config;
@@ -159,6 +170,9 @@ mod env;
 mod epoll;
 mod error;
 mod frame;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod handshake;
 mod inbound;
 mod launch_error;

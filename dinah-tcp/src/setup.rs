@@ -167,6 +167,24 @@ pub(crate) fn establish(
             let _ = dialler.thread.join();
         }
     }
+    #[cfg(feature = "tracing")]
+    match &result {
+        Ok(()) => tracing::event!(
+            tracing::Level::INFO,
+            rank = me.get(),
+            world = world.get(),
+            refused = accept.rejected_total,
+            "dinah-tcp: set-up complete"
+        ),
+        Err(error) => tracing::event!(
+            tracing::Level::WARN,
+            rank = me.get(),
+            world = world.get(),
+            refused = accept.rejected_total,
+            error = %error,
+            "dinah-tcp: set-up failed"
+        ),
+    }
     result?;
     let streams = slots
         .into_iter()

@@ -43,6 +43,8 @@ fn rank(membership: Membership) -> RankOutcome {
             .expect("the set-up completes despite the strangers");
     let (rejected_total, rejected_kept) = (driver.rejected_total(), driver.rejected().len());
     let mut runtime = builder.start(handle, driver).expect("the runtime starts");
+    // The runtime's statistics report the refusals too.
+    assert_eq!(runtime.stats().driver.rejected_connections, rejected_total);
     let timeout = Duration::from_secs(30);
     let sum = runtime
         .all_reduce(me + 1, |a, b| a + b, timeout)

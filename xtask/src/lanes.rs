@@ -85,7 +85,7 @@ pub(crate) const ALL: &[Lane] = &[
     },
     Lane {
         name: "clippy",
-        what: "clippy -D warnings, default then with MPI",
+        what: "clippy -D warnings: all targets, the libraries alone, then everything with MPI",
         limit: minutes(20),
         run: clippy,
     },
@@ -112,6 +112,12 @@ pub(crate) const ALL: &[Lane] = &[
         what: "run every non-MPI example (tcp_hello under dinah-run -n 2)",
         limit: minutes(10),
         run: examples,
+    },
+    Lane {
+        name: "soak",
+        what: "four ranks over TCP, 1,000,000 calls with random deadlines and drops, memory watched",
+        limit: minutes(5),
+        run: soak,
     },
     Lane {
         name: "msrv",
@@ -197,6 +203,13 @@ fn clippy(lane: &LaneRun) -> Result<()> {
         .args(exclude_mpi())
         .args(["--all-targets", "--", "-D", "warnings"])
         .run()?;
+    // The libraries alone, without the features the tests' dev-dependencies
+    // turn on (`tracing`, `serde`): the code those features leave out must
+    // be clean too.
+    lane.cargo(["clippy"])
+        .args(exclude_mpi())
+        .args(["--lib", "--bins", "--", "-D", "warnings"])
+        .run()?;
     mpi::require_toolchain(lane.name())?;
     lane.cargo([
         "clippy",
@@ -221,22 +234,18 @@ fn test(lane: &LaneRun) -> Result<()> {
     lane.cargo(["test"]).args(exclude_mpi()).run()
 }
 
-/// Seeds the `sim-long` lane runs, after the ones the `test` lane runs.
-const SIM_LONG_SEEDS: &str = "20000";
-
 fn sim_long(lane: &LaneRun) -> Result<()> {
     // The `test` lane runs seeds 0..1000 of the same property; this one
-    // continues from there, in release (about 20 s here; the cold CI run stays under 30 minutes).
-    lane.cargo([
-        "test",
-        "--release",
-        "--test",
-        "std_runtime_faults",
-        "random_faults",
-    ])
-    .env("DINAH_FAULT_SEEDS", SIM_LONG_SEEDS)
-    .env("DINAH_FAULT_SEED_BASE", "1000")
-    .run()
+    // continues from there, in release (about 20 s here; the cold CI run
+    // stays under 30 minutes). `cargo xtask sim --seeds 100000` is the
+    // on-demand size.
+    crate::sim::run(
+        lane,
+        &crate::sim::SimArgs {
+            seeds: crate::sim::CI_SEEDS,
+            base: crate::sim::FIRST_SEED,
+        },
+    )
 }
 
 /// Examples that are programs for `dinah-run` (they fail without it), with
@@ -260,7 +269,8 @@ enum ExampleRun<'a> {
 fn example_runs(names: &[String]) -> Vec<ExampleRun<'_>> {
     names
         .iter()
-        .filter(|name| !name.starts_with("mpi_"))
+        // MPI examples run in the `mpi` lane, the soak in its own.
+        .filter(|name| !name.starts_with("mpi_") && name.as_str() != "soak")
         .map(|name| {
             match LAUNCHED_EXAMPLES
                 .iter()
@@ -291,6 +301,10 @@ fn examples(lane: &LaneRun) -> Result<()> {
         }
     }
     Ok(())
+}
+
+fn soak(lane: &LaneRun) -> Result<()> {
+    crate::soak::run(lane, crate::soak::CI_CALLS)
 }
 
 fn msrv(lane: &LaneRun) -> Result<()> {
@@ -557,9 +571,15 @@ mod tests {
 
     #[test]
     fn the_examples_lane_launches_tcp_hello_with_two_ranks() {
-        let names: Vec<String> = ["core_basics", "mpi_actions", "tcp_demo", "tcp_hello"]
-            .map(String::from)
-            .into();
+        let names: Vec<String> = [
+            "core_basics",
+            "mpi_actions",
+            "soak",
+            "tcp_demo",
+            "tcp_hello",
+        ]
+        .map(String::from)
+        .into();
         assert_eq!(
             example_runs(&names),
             [

@@ -5,6 +5,8 @@
 //! cargo xtask setup                                  install what is missing
 //! cargo xtask demo [--mpi]                           the README's main job
 //! cargo xtask bench [NAME]...                        full benchmarks
+//! cargo xtask sim [--seeds N] [--base B]             the fault simulation over N seeds
+//! cargo xtask soak [--calls N]                       four ranks over TCP, N calls, memory watched
 //! cargo xtask plot FILE...                           charts of saved bench output
 //! cargo xtask lanes                                  list the CI lanes
 //! ```
@@ -28,6 +30,8 @@ mod lanes;
 mod mpi;
 mod plot;
 mod setup;
+mod sim;
+mod soak;
 mod svg;
 #[cfg(test)]
 mod tidy;
@@ -44,6 +48,10 @@ commands:
   setup                                  install the toolchains, targets, MPI and tools CI needs
   demo [--mpi]                           run dinah's main job (the most complete example)
   bench [NAME]...                        run the full benchmarks (all, or the named ones)
+  sim [--seeds N] [--base B]             the fault-injection simulation over N seeds (default
+                                         20,000 from seed 1,000), in release, with seeds per second
+  soak [--calls N]                       four ranks over TCP making N calls (default 1,000,000) with
+                                         random deadlines and drops; fails if memory grows
   plot FILE...                           chart saved benchmark output (artifacts/benchmarks/*.txt)
                                          as docs/plots/<file stem>-payload.svg
   lanes                                  list the CI lanes with their time limits
@@ -69,6 +77,16 @@ fn run(args: Vec<String>) -> Result<()> {
         }
         "demo" => demo::run(&demo::DemoArgs::parse(rest)?),
         "bench" => bench::run(rest),
+        "soak" => {
+            let calls = soak::parse(rest)?;
+            let lane = lanes::LaneRun::new("soak", std::time::Duration::from_secs(24 * 3600));
+            soak::run(&lane, calls)
+        }
+        "sim" => {
+            let args = sim::SimArgs::parse(rest)?;
+            let lane = lanes::LaneRun::new("sim", std::time::Duration::from_secs(24 * 3600));
+            sim::run(&lane, &args)
+        }
         "plot" => {
             if rest.is_empty() {
                 print!("{USAGE}");

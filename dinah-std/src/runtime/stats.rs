@@ -266,7 +266,7 @@ impl fmt::Display for RuntimeStats {
             f,
             "{} {:?}: calls {} ok {} failed {} expired {} abandoned {} refused {} | served {} | \
              pending {} jobs {} dedup {} | late {} dup {} stale {} rejected {} | \
-             sent {} B recv {} B",
+             sent {} B recv {} B strangers refused {}",
             self.rank,
             self.state,
             m.submitted,
@@ -285,6 +285,7 @@ impl fmt::Display for RuntimeStats {
             m.protocol_rejections,
             self.handle.bytes_sent,
             self.driver.bytes_received,
+            self.driver.rejected_connections,
         )
     }
 }

@@ -123,6 +123,16 @@ impl TcpDriver {
             return false;
         }
         self.stage = Stage::GoodbyeQueued;
+        trace_event!(
+            tracing::Level::INFO,
+            rank = self.me.get(),
+            peers = self
+                .peers
+                .iter()
+                .filter(|p| p.state != PeerState::Down)
+                .count(),
+            "dinah-tcp: shutdown: goodbyes queued"
+        );
         for peer in self
             .peers
             .iter_mut()
@@ -264,6 +274,11 @@ impl TcpDriver {
                     && peer.lanes.iter().all(|conn| conn.goodbye_received)
                 {
                     peer.state = PeerState::Drained;
+                    trace_event!(
+                        tracing::Level::DEBUG,
+                        peer = rank.get(),
+                        "dinah-tcp: peer drained"
+                    );
                     self.owed
                         .push_back(TransportEvent::PeerDrained { peer: rank });
                 }
@@ -287,6 +302,14 @@ impl TcpDriver {
         let drained = peer.state == PeerState::Drained;
         peer.state = PeerState::Down;
         let rank = peer.rank;
+        trace_event!(
+            tracing::Level::WARN,
+            rank = self.me.get(),
+            peer = rank.get(),
+            reason = %reason,
+            drained,
+            "dinah-tcp: peer down"
+        );
         self.liveness.forget(rank);
         self.handle.mark_down(rank, reason);
         for conn in &mut peer.lanes {
@@ -322,6 +345,12 @@ impl TcpDriver {
         let beat = self.liveness.check(now, &mut silent);
         let progress = !silent.is_empty() || beat;
         for rank in silent.drain(..) {
+            trace_event!(
+                tracing::Level::WARN,
+                rank = self.me.get(),
+                peer = rank.get(),
+                "dinah-tcp: liveness: nothing from the peer for the whole timeout"
+            );
             if let Some(index) = self.peer_index(rank) {
                 let reason = DownReason::Silent;
                 self.peer_down(

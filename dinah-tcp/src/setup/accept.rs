@@ -75,6 +75,12 @@ impl<'k> Accept<'k> {
     }
 
     fn reject(&mut self, error: TcpError) {
+        trace_event!(
+            tracing::Level::DEBUG,
+            refused = self.rejected_total + 1,
+            error = %error,
+            "dinah-tcp: refused a connection"
+        );
         self.rejected_total += 1;
         if self.rejected.len() < MAX_REJECTIONS {
             self.rejected.push(error.clone());

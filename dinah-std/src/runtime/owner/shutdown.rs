@@ -257,6 +257,16 @@ impl Runtime {
                     // domain workers took theirs with them).
                     crate::transport::frame_buffers::release();
                     let report = self.report(now);
+                    trace_event!(
+                        tracing::Level::INFO,
+                        rank = self.hub.rank.get(),
+                        clean = report.is_clean(),
+                        pending_calls = report.pending_calls,
+                        action_jobs = report.action_jobs,
+                        undrained_peers = report.undrained_peers,
+                        elapsed_ms = report.elapsed.as_millis() as u64,
+                        "dinah: runtime shut down"
+                    );
                     let result = if report.is_clean() {
                         let _ = self
                             .hub

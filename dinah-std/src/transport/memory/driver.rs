@@ -263,6 +263,8 @@ fn driver_counts(state: &NetState, me: Rank) -> DriverCounts {
         undrained_peers: u32::try_from(undrained).unwrap_or(u32::MAX),
         frames_received: rank.frames_received,
         bytes_received: rank.bytes_received,
+        // Only the network's own endpoints exist.
+        rejected_connections: 0,
     }
 }
 
