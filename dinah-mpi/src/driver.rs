@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use dinah_core::wire::Channel;
 use dinah_core::{ProtocolLimits, Rank, WorldSize};
 use dinah_std::transport::{
-    DownReason, DriverCounts, Liveness, Outgoing, PeerStatus, TransportDriver, TransportError,
-    TransportEvent, TransportHandle,
+    DownReason, DriverCounts, Liveness, Outgoing, PeerStatus, Refusals, TransportDriver,
+    TransportError, TransportEvent, TransportHandle,
 };
 use mpi::traits::{Communicator, Source};
 
@@ -754,7 +754,7 @@ impl TransportDriver for MpiDriver {
             frames_received: self.frames_received,
             bytes_received: self.bytes_received,
             // Only the ranks of the job can reach its communicator.
-            rejected_connections: 0,
+            refusals: Refusals::default(),
         }
     }
 

@@ -32,6 +32,7 @@ pub mod frame_buffers;
 mod handle;
 mod liveness;
 pub mod memory;
+mod refusal;
 mod wakeup;
 
 use std::time::Duration;
@@ -43,6 +44,7 @@ pub use error::{DownReason, IoOp, SendErrorKind, TransportError, TrySendError};
 pub use event::TransportEvent;
 pub use handle::{HandleConfig, HandleCounts, Outgoing, PeerStatus, TransportHandle};
 pub use liveness::Liveness;
+pub use refusal::{KEPT_REFUSALS, Refusal, RefusalCause, Refusals};
 pub use wakeup::Wakeup;
 
 /// Counts a driver holds beyond its handle: what a shutdown report needs.
@@ -61,11 +63,11 @@ pub struct DriverCounts {
     /// Bytes received since the start.
     pub bytes_received: u64,
     /// Connections refused since the start: strangers during set-up (bad
-    /// hellos, another run, a failed proof of the run key, silence),
-    /// counted by transports that accept connections (TCP); 0 for the
-    /// others. The TCP driver keeps the first 64 refusals' errors
-    /// (`TcpDriver::rejected`).
-    pub rejected_connections: u64,
+    /// hellos, another run, a failed proof of the run key, silence), with
+    /// the first few, by transports that accept connections (TCP); none
+    /// for the others. (The TCP driver also keeps the first 64 as typed
+    /// errors: `TcpDriver::rejected`.)
+    pub refusals: Refusals,
 }
 
 /// The owner-thread side of a transport.

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use dinah_core::wire::{Channel, DecodeContext};
 use dinah_core::{ProtocolLimits, Rank};
 use dinah_std::transport::{
-    DriverCounts, Liveness, Outgoing, PeerStatus, TransportDriver, TransportError, TransportEvent,
-    TransportHandle,
+    DriverCounts, Liveness, Outgoing, PeerStatus, Refusals, TransportDriver, TransportError,
+    TransportEvent, TransportHandle,
 };
 
 use crate::channel::Connection;
@@ -102,10 +102,23 @@ pub struct TcpDriver {
     /// `blocked_write_retry` while no write goes through, and starts over
     /// when one does.
     blocked_pause: Duration,
+    /// The refused connections as the runtime's statistics report them.
+    refusals: Refusals,
     /// Heartbeats sent and heard ([`TcpConfig::liveness_timeout`]).
     liveness: Liveness,
     /// Scratch for the peers a liveness check found silent.
     silent: Vec<Rank>,
+}
+
+/// The refusals of a set-up as statistics: the first ones kept, all
+/// counted.
+fn refusals_of(rejected: &[TcpError], total: u64) -> Refusals {
+    let mut refusals = Refusals::default();
+    for error in rejected {
+        refusals.record(error.refusal());
+    }
+    refusals.count(total.saturating_sub(rejected.len() as u64));
+    refusals
 }
 
 /// The first wait for a full socket buffer to drain.
@@ -156,6 +169,7 @@ impl TcpDriver {
             handle.set_peer_status(rank, PeerStatus::Up);
             owed.push_back(TransportEvent::PeerUp { peer: rank });
         }
+        let refusals = refusals_of(&established.rejected, established.rejected_total);
         Ok(Self {
             handle,
             me,
@@ -174,6 +188,7 @@ impl TcpDriver {
             rejected_total: established.rejected_total,
             closed: None,
             blocked_pause: FIRST_BLOCKED_PAUSE,
+            refusals,
             liveness: Liveness::new(config.liveness_timeout, world, me, Instant::now()),
             silent: Vec::new(),
         })
@@ -210,7 +225,7 @@ impl TcpDriver {
         let mut counts = DriverCounts {
             frames_received: self.frames_received,
             bytes_received: self.bytes_received,
-            rejected_connections: self.rejected_total,
+            refusals: self.refusals,
             ..DriverCounts::default()
         };
         // A down peer's connections dropped what they had read.

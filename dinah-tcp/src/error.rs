@@ -6,8 +6,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use dinah_core::Rank;
-use dinah_core::wire::{Channel, HelloError, HelloMismatch, ProtocolError};
-use dinah_std::transport::{IoOp, TransportError};
+use dinah_core::wire::{Channel, HelloError, HelloField, HelloMismatch, ProtocolError};
+use dinah_std::transport::{IoOp, Refusal, RefusalCause, TransportError};
 
 use crate::auth::KeyError;
 use crate::config::ConfigField;
@@ -207,6 +207,34 @@ impl TcpError {
             Self::UnexpectedPeer { expected, .. } => Some(*expected),
             Self::AuthFailed { peer, .. } => *peer,
             _ => None,
+        }
+    }
+
+    /// This error as the runtime's statistics keep a refused connection:
+    /// its address, the rank it claimed, and why.
+    pub(crate) fn refusal(&self) -> Refusal {
+        let (addr, cause) = match self {
+            Self::BadHello { addr, .. } => (Some(*addr), RefusalCause::NotAHello),
+            Self::Mismatch { addr, mismatch, .. } => {
+                (Some(*addr), RefusalCause::Mismatch(mismatch.field))
+            }
+            Self::AuthFailed { addr, .. } => (Some(*addr), RefusalCause::AuthFailed),
+            Self::Duplicate { addr, .. } => (Some(*addr), RefusalCause::Duplicate),
+            Self::WrongDirection { addr, .. } => (Some(*addr), RefusalCause::WrongDirection),
+            Self::HelloTimeout { addr, .. } => (Some(*addr), RefusalCause::Silent),
+            Self::HandshakeClosed { addr, .. } => (Some(*addr), RefusalCause::Closed),
+            Self::Evicted { addr } => (Some(*addr), RefusalCause::Evicted),
+            Self::UnexpectedPeer { addr, .. } => (
+                Some(*addr),
+                RefusalCause::Mismatch(HelloField::DuplicateRank),
+            ),
+            Self::Io { source, .. } => (None, RefusalCause::Io(source.kind())),
+            other => (None, RefusalCause::Io(other.io_kind())),
+        };
+        Refusal {
+            addr,
+            claimed: self.peer(),
+            cause,
         }
     }
 

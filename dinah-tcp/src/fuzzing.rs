@@ -2,7 +2,7 @@
 //! `fuzzing`; not part of the crate's API).
 //!
 //! [`read_stream`] feeds a byte stream through the connection's frame
-//! reader exactly the way [`Connection::read`](crate::channel) reads its
+//! reader exactly the way `Connection::read` (`channel.rs`) reads its
 //! socket: bytes come in chunks into a read buffer and are fed from there,
 //! and once a frame's payload still to come is at least the buffer's size
 //! it is read straight into the frame. What it returns is what the driver

@@ -44,7 +44,13 @@ fn rank(membership: Membership) -> RankOutcome {
     let (rejected_total, rejected_kept) = (driver.rejected_total(), driver.rejected().len());
     let mut runtime = builder.start(handle, driver).expect("the runtime starts");
     // The runtime's statistics report the refusals too.
-    assert_eq!(runtime.stats().driver.rejected_connections, rejected_total);
+    let refusals = runtime.stats().driver.refusals;
+    assert_eq!(refusals.total(), rejected_total);
+    assert_eq!(
+        refusals.first().count() as u64,
+        rejected_total.min(dinah_std::transport::KEPT_REFUSALS as u64)
+    );
+    assert!(refusals.first().all(|r| r.addr.is_some()));
     let timeout = Duration::from_secs(30);
     let sum = runtime
         .all_reduce(me + 1, |a, b| a + b, timeout)

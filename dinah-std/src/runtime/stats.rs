@@ -285,7 +285,7 @@ impl fmt::Display for RuntimeStats {
             m.protocol_rejections,
             self.handle.bytes_sent,
             self.driver.bytes_received,
-            self.driver.rejected_connections,
+            self.driver.refusals.total(),
         )
     }
 }

@@ -264,7 +264,7 @@ fn driver_counts(state: &NetState, me: Rank) -> DriverCounts {
         frames_received: rank.frames_received,
         bytes_received: rank.bytes_received,
         // Only the network's own endpoints exist.
-        rejected_connections: 0,
+        refusals: crate::transport::Refusals::default(),
     }
 }
 
