@@ -132,6 +132,12 @@ pub(crate) const ALL: &[Lane] = &[
         run: nostd,
     },
     Lane {
+        name: "embedded",
+        what: "dinah-core on a Cortex-M4F under QEMU (mps2-an386): the firmware's checks, then its sizes",
+        limit: minutes(10),
+        run: embedded,
+    },
+    Lane {
         name: "loom",
         what: "loom model checks of dinah-core's atomics",
         limit: minutes(15),
@@ -358,6 +364,10 @@ fn nostd(lane: &LaneRun) -> Result<()> {
         .run()
 }
 
+fn embedded(lane: &LaneRun) -> Result<()> {
+    crate::embedded::run(lane)
+}
+
 fn loom(lane: &LaneRun) -> Result<()> {
     // A separate target directory: the cfg changes every crate's build, and
     // sharing would throw away the normal build's artifacts each time.
@@ -528,11 +538,15 @@ fn bench_smoke(lane: &LaneRun) -> Result<()> {
 
 /// Manifests of the standalone crates that `--workspace` does not reach.
 fn standalone_manifests() -> Vec<PathBuf> {
-    ["ci/nostd-check/Cargo.toml", "fuzz/Cargo.toml"]
-        .iter()
-        .map(|path| project_root().join(path))
-        .filter(|path| path.is_file())
-        .collect()
+    [
+        "ci/nostd-check/Cargo.toml",
+        "ci/firmware/Cargo.toml",
+        "fuzz/Cargo.toml",
+    ]
+    .iter()
+    .map(|path| project_root().join(path))
+    .filter(|path| path.is_file())
+    .collect()
 }
 
 /// The names of the examples in `dir` (files `*.rs`), sorted.

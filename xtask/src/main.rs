@@ -26,6 +26,7 @@ mod bench;
 mod ci;
 mod cmd;
 mod demo;
+mod embedded;
 mod lanes;
 mod mpi;
 mod plot;

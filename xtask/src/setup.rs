@@ -31,6 +31,7 @@ pub(crate) fn run() -> Result<()> {
     ensure_target(MSRV, NOSTD_TARGET)?;
     ensure_toolchain(NIGHTLY, &["miri", "rust-src"])?;
     ensure_mpi()?;
+    ensure_qemu()?;
     ensure_cargo_fuzz()?;
     println!("setup: done");
     Ok(())
@@ -188,6 +189,34 @@ fn ensure_mpi() -> Result<()> {
     println!("setup: MPI or libclang is missing and this is not a root shell with apt-get.");
     println!("setup: install them with:\n    {}", apt_hint());
     println!("setup: the clippy, doc, msrv and mpi lanes fail until they are installed.");
+    Ok(())
+}
+
+/// The apt package of the emulator the `embedded` lane runs the firmware
+/// on.
+pub(crate) const QEMU_PACKAGE: &str = "qemu-system-arm";
+
+/// QEMU's Arm system emulator, for the `embedded` lane.
+fn ensure_qemu() -> Result<()> {
+    if on_path(QEMU_PACKAGE) {
+        println!("setup: {QEMU_PACKAGE} present");
+        return Ok(());
+    }
+    if is_root() && on_path("apt-get") {
+        Cmd::new(LANE, "apt-get")
+            .arg("update")
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .run()?;
+        return Cmd::new(LANE, "apt-get")
+            .args(["install", "-y", "--no-install-recommends", QEMU_PACKAGE])
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .run();
+    }
+    println!("setup: {QEMU_PACKAGE} is missing and this is not a root shell with apt-get.");
+    println!(
+        "setup: install it with:\n    sudo apt-get install -y --no-install-recommends {QEMU_PACKAGE}"
+    );
+    println!("setup: the embedded lane fails until it is installed.");
     Ok(())
 }
 

@@ -1,0 +1,232 @@
+//! The wire codec: header round trips and every rejection of a header,
+//! the stream decoder over a byte stream fed in odd chunks, the hello and
+//! the registry fingerprint.
+
+use dinah_core::wire::{
+    Call, Channel, DecodeContext, HELLO_LEN, Header, Hello, HelloField, Message, ProtocolError,
+    RelativeDeadline, StreamDecoder, StreamEvent, check_compatible, encode_frame,
+};
+use dinah_core::{
+    ActionId, DomainId, Fingerprint, ProtocolLimits, Registration, RequestId, WorldSize,
+};
+
+use crate::report::check;
+
+pub fn run() {
+    headers();
+    stream();
+    hello();
+}
+
+fn world() -> WorldSize {
+    WorldSize::new(4).expect("four ranks")
+}
+
+fn call() -> Call {
+    Call {
+        request: RequestId::new(7).expect("non-zero"),
+        action: ActionId::new(0xadd).expect("non-zero"),
+        domain: DomainId::new(1).expect("non-zero"),
+        trace: None,
+    }
+}
+
+fn request() -> Header {
+    let origin = world().rank(1).expect("in the world");
+    let deadline = RelativeDeadline::from_nanos(5_000_000).expect("non-zero");
+    let input: [&[u8]; 2] = [b"left", b"right"];
+    Header::new(
+        origin,
+        Message::Request {
+            call: call(),
+            deadline,
+        },
+        &input,
+        &ProtocolLimits::DEFAULT,
+    )
+    .expect("a valid request")
+}
+
+fn ctx(channel: Channel) -> DecodeContext {
+    let origin = world().rank(1).expect("in the world");
+    DecodeContext::new(channel, origin, world(), ProtocolLimits::DEFAULT).expect("valid")
+}
+
+/// The request's header bytes with `at` set to `value`.
+fn patched(at: usize, value: u8) -> [u8; 80] {
+    let mut bytes = request().encode();
+    bytes[at] = value;
+    bytes
+}
+
+/// A header case: what is wrong, what decoding gave, and the error
+/// expected.
+type Rejection = (
+    &'static str,
+    Result<Header, ProtocolError>,
+    fn(&ProtocolError) -> bool,
+);
+
+fn headers() {
+    let header = request();
+    let bytes = header.encode();
+    check(
+        "header: a request round-trips",
+        Header::decode(&bytes, &ctx(Channel::Action)) == Ok(header),
+    );
+    let rejections: [Rejection; 8] = [
+        (
+            "short",
+            Header::decode(&bytes[..79], &ctx(Channel::Action)),
+            |e| matches!(e, ProtocolError::ShortHeader { .. }),
+        ),
+        (
+            "bad magic",
+            Header::decode(&patched(0, b'X'), &ctx(Channel::Action)),
+            |e| matches!(e, ProtocolError::BadMagic { .. }),
+        ),
+        (
+            "another version",
+            Header::decode(&patched(4, 99), &ctx(Channel::Action)),
+            |e| matches!(e, ProtocolError::UnsupportedVersion { .. }),
+        ),
+        (
+            "unknown kind",
+            Header::decode(&patched(6, 9), &ctx(Channel::Action)),
+            |e| matches!(e, ProtocolError::UnknownKind { code: 9 }),
+        ),
+        (
+            "a hello",
+            Header::decode(&patched(6, 5), &ctx(Channel::Action)),
+            |e| matches!(e, ProtocolError::UnexpectedHello),
+        ),
+        (
+            "reserved byte",
+            Header::decode(&patched(7, 1), &ctx(Channel::Action)),
+            |e| matches!(e, ProtocolError::ReservedNotZero),
+        ),
+        (
+            "wrong channel",
+            Header::decode(&bytes, &ctx(Channel::Control)),
+            |e| matches!(e, ProtocolError::ChannelMismatch { .. }),
+        ),
+        (
+            "another origin",
+            Header::decode(&patched(8, 2), &ctx(Channel::Action)),
+            |e| matches!(e, ProtocolError::OriginMismatch { .. }),
+        ),
+    ];
+    for (what, decoded, expected) in rejections {
+        let ok = decoded.as_ref().is_err_and(expected);
+        check(format_args!("header: refuses {what}"), ok);
+    }
+}
+
+fn stream() {
+    // A request, a result and a goodbye on the action channel, as one byte
+    // stream.
+    let header = request();
+    let input: [&[u8]; 2] = [b"left", b"right"];
+    let mut wire = [0u8; 512];
+    let mut len = encode_frame(&header, &input, &mut wire).expect("fits");
+    let origin = world().rank(1).expect("in the world");
+    let result = Header::new(
+        origin,
+        Message::Result { call: call() },
+        &[b"42" as &[u8]],
+        &ProtocolLimits::DEFAULT,
+    )
+    .expect("a valid result");
+    len += encode_frame(&result, &[b"42" as &[u8]], &mut wire[len..]).expect("fits");
+    let goodbye = Header::without_payload(origin, Message::Goodbye { frames_sent: 2 })
+        .expect("a goodbye has no payload");
+    len += encode_frame(&goodbye, &[] as &[&[u8]], &mut wire[len..]).expect("fits");
+    let mut decoder = StreamDecoder::new(ctx(Channel::Action));
+    let (mut starts, mut ends, mut payload) = (0, 0, 0);
+    let mut error = None;
+    // Odd chunks: 1, 3, 7, 13 bytes, again and again.
+    let sizes = [1usize, 3, 7, 13];
+    let (mut at, mut turn) = (0, 0);
+    'stream: while at < len {
+        let end = (at + sizes[turn % sizes.len()]).min(len);
+        turn += 1;
+        let mut chunk = &wire[at..end];
+        at = end;
+        loop {
+            match decoder.decode(chunk) {
+                Err(e) => {
+                    error = Some(e);
+                    break 'stream;
+                }
+                Ok((used, event)) => {
+                    chunk = &chunk[used..];
+                    match event {
+                        None => break,
+                        Some(StreamEvent::FrameStart(_)) => starts += 1,
+                        Some(StreamEvent::Payload(bytes)) => payload += bytes.len(),
+                        Some(StreamEvent::FrameEnd) => ends += 1,
+                        Some(_) => {}
+                    }
+                }
+            }
+        }
+    }
+    check(
+        "stream decoder: three frames fed in chunks of 1, 3, 7 and 13 bytes",
+        error.is_none() && starts == 3 && ends == 3 && payload == 11 && decoder.frames() == 3,
+    );
+    check(
+        "stream decoder: ends between frames",
+        decoder.finish().is_ok(),
+    );
+    let mut cut = StreamDecoder::new(ctx(Channel::Action));
+    let _ = cut.decode(&wire[..50]);
+    check(
+        "stream decoder: a stream cut inside a frame is truncated",
+        matches!(cut.finish(), Err(ProtocolError::Truncated { .. })),
+    );
+}
+
+fn hello() {
+    let mut registry = [Registration {
+        action: ActionId::new(0xadd).expect("non-zero"),
+        input_schema: 1,
+        output_schema: 2,
+        domain: DomainId::new(1).expect("non-zero"),
+    }];
+    let fingerprint = Fingerprint::of(&mut registry);
+    check("fingerprint: of a one-action registry", fingerprint.is_ok());
+    let Ok(fingerprint) = fingerprint else {
+        return;
+    };
+    let mine = Hello::new(
+        0x5eed,
+        world().rank(0).expect("in the world"),
+        world(),
+        ProtocolLimits::DEFAULT,
+        fingerprint,
+        Channel::Control,
+    )
+    .expect("a valid hello");
+    let theirs = Hello::new(
+        0x5eed,
+        world().rank(3).expect("in the world"),
+        world(),
+        ProtocolLimits::DEFAULT,
+        fingerprint,
+        Channel::Control,
+    )
+    .expect("a valid hello");
+    let bytes: [u8; HELLO_LEN] = theirs.encode();
+    let decoded = Hello::decode(&bytes);
+    check(
+        "hello: round-trips and is compatible",
+        decoded == Ok(theirs) && check_compatible(&mine, &theirs).is_ok(),
+    );
+    let mut stranger = theirs;
+    stranger.fingerprint = Fingerprint::from_u128(0xbad);
+    check(
+        "hello: another registry is refused, naming the fingerprint",
+        check_compatible(&mine, &stranger).is_err_and(|m| m.field == HelloField::Fingerprint),
+    );
+}
