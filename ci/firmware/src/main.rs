@@ -15,6 +15,8 @@
 
 #[cfg(feature = "interrupt")]
 mod interrupt;
+#[cfg(feature = "wire")]
+mod rejections;
 mod report;
 mod sizes;
 #[cfg(feature = "states")]
@@ -36,6 +38,8 @@ fn main() -> ! {
     interrupt::run();
     #[cfg(feature = "wire")]
     wire::run();
+    #[cfg(feature = "wire")]
+    rejections::run();
     #[cfg(feature = "tables")]
     tables::run();
     report::finish()
