@@ -10,23 +10,16 @@ use std::time::Duration;
 
 use dinah_core::wire::{Channel, HELLO_LEN, Hello, HelloAuth, HelloField};
 use dinah_core::{Fingerprint, ProtocolLimits, WorldSize};
-use dinah_std::transport::{HandleConfig, TransportHandle, TransportHello};
+use dinah_std::transport::{TransportHandle, TransportHello};
 use dinah_tcp::{Membership, RunKey, TcpConfig, TcpDriver, TcpError, TcpTransport};
+
+#[path = "support/bare_hello.rs"]
+mod bare_hello;
 
 const RUN_ID: u64 = 0xa07;
 
 fn transport_hello() -> TransportHello {
-    TransportHello {
-        run_id: RUN_ID,
-        protocol_limits: ProtocolLimits::DEFAULT,
-        fingerprint: Fingerprint::of(&mut []).unwrap(),
-        handle: HandleConfig {
-            action_queue: 64,
-            control_queue: 16,
-            retained_bytes: 1 << 20,
-            admission_capacity: 0,
-        },
-    }
+    bare_hello::transport_hello(RUN_ID)
 }
 
 /// A short set-up: the refused side's partner gives up soon.

@@ -17,30 +17,19 @@ use dinah_core::wire::{
 };
 use dinah_core::{ActionId, DomainId, Fingerprint, ProtocolLimits, Rank, RequestId, WorldSize};
 use dinah_std::transport::{
-    DownReason, HandleConfig, PeerStatus, TransportDriver, TransportError, TransportEvent,
-    TransportHandle, TransportHello,
+    DownReason, PeerStatus, TransportDriver, TransportError, TransportEvent, TransportHandle,
+    TransportHello,
 };
 use dinah_tcp::{Membership, TcpConfig, TcpDriver, TcpError, TcpTransport};
+
+#[path = "support/bare_hello.rs"]
+mod bare_hello;
 
 const RUN_ID: u64 = 0xbad_5eed;
 const PATIENCE: Duration = Duration::from_secs(60);
 
-fn fingerprint() -> Fingerprint {
-    Fingerprint::of(&mut []).unwrap()
-}
-
 fn transport_hello() -> TransportHello {
-    TransportHello {
-        run_id: RUN_ID,
-        protocol_limits: ProtocolLimits::DEFAULT,
-        fingerprint: fingerprint(),
-        handle: HandleConfig {
-            action_queue: 64,
-            control_queue: 16,
-            retained_bytes: 1 << 20,
-            admission_capacity: 0,
-        },
-    }
+    bare_hello::transport_hello(RUN_ID)
 }
 
 fn config() -> TcpConfig {
@@ -57,7 +46,7 @@ fn hello(rank: u32, size: u32, channel: Channel) -> Hello {
         world.rank(rank).unwrap(),
         world,
         ProtocolLimits::DEFAULT,
-        fingerprint(),
+        bare_hello::fingerprint(),
         channel,
     )
     .unwrap()

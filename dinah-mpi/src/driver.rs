@@ -361,14 +361,17 @@ impl MpiDriver {
         self.post_lane(Channel::Action, out) || control
     }
 
-    /// Posts a goodbye on both lanes to every peer not down.
-    fn post_goodbyes(&mut self) {
-        let peers: Vec<Rank> = self
-            .peers
+    /// Every peer not down.
+    fn live_peers(&self) -> Vec<Rank> {
+        self.peers
             .others()
             .filter(|&peer| !self.peers.is_down(peer))
-            .collect();
-        for peer in peers {
+            .collect()
+    }
+
+    /// Posts a goodbye on both lanes to every peer not down.
+    fn post_goodbyes(&mut self) {
+        for peer in self.live_peers() {
             for channel in Channel::ALL {
                 let bytes = farewell::goodbye(self.me, self.peers.sent(peer, channel));
                 self.sends.post(
@@ -405,12 +408,7 @@ impl MpiDriver {
         }
         self.silent = silent;
         if beat && self.phase != Phase::GoodbyeSent {
-            let peers: Vec<Rank> = self
-                .peers
-                .others()
-                .filter(|&peer| !self.peers.is_down(peer))
-                .collect();
-            for peer in peers {
+            for peer in self.live_peers() {
                 // Counted like any frame: the goodbye announces them all.
                 self.peers.on_sent(peer, Channel::Control);
                 self.sends.post(

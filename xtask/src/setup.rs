@@ -176,20 +176,26 @@ fn ensure_mpi() -> Result<()> {
         return Ok(());
     }
     if is_root() && on_path("apt-get") {
-        Cmd::new(LANE, "apt-get")
-            .arg("update")
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .run()?;
-        return Cmd::new(LANE, "apt-get")
-            .args(["install", "-y", "--no-install-recommends"])
-            .args(APT_PACKAGES)
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .run();
+        return apt_install(APT_PACKAGES);
     }
     println!("setup: MPI or libclang is missing and this is not a root shell with apt-get.");
     println!("setup: install them with:\n    {}", apt_hint());
     println!("setup: the clippy, doc, msrv and mpi lanes fail until they are installed.");
     Ok(())
+}
+
+/// `apt-get update`, then installs `packages` without the recommended
+/// extras.
+fn apt_install(packages: &[&str]) -> Result<()> {
+    Cmd::new(LANE, "apt-get")
+        .arg("update")
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .run()?;
+    Cmd::new(LANE, "apt-get")
+        .args(["install", "-y", "--no-install-recommends"])
+        .args(packages)
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .run()
 }
 
 /// The apt package of the emulator the `embedded` lane runs the firmware
@@ -203,14 +209,7 @@ fn ensure_qemu() -> Result<()> {
         return Ok(());
     }
     if is_root() && on_path("apt-get") {
-        Cmd::new(LANE, "apt-get")
-            .arg("update")
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .run()?;
-        return Cmd::new(LANE, "apt-get")
-            .args(["install", "-y", "--no-install-recommends", QEMU_PACKAGE])
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .run();
+        return apt_install(&[QEMU_PACKAGE]);
     }
     println!("setup: {QEMU_PACKAGE} is missing and this is not a root shell with apt-get.");
     println!(

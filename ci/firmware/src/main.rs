@@ -13,6 +13,8 @@
 #![no_std]
 #![no_main]
 
+#[cfg(feature = "wire")]
+mod fixtures;
 #[cfg(feature = "interrupt")]
 mod interrupt;
 #[cfg(feature = "wire")]

@@ -3,12 +3,13 @@
 //! first failure is the one returned, with the same error on this target
 //! as on the host.
 
+use dinah_core::ProtocolLimits;
 use dinah_core::wire::{
-    Call, Channel, DecodeContext, ErrorCode, HEADER_LEN, Header, HeaderField, Message, MessageKind,
-    ProtocolError, RelativeDeadline, StreamDecoder, decode_frame, encode_frame,
+    Channel, ErrorCode, HEADER_LEN, Header, HeaderField, Message, MessageKind, ProtocolError,
+    StreamDecoder, decode_frame, encode_frame,
 };
-use dinah_core::{ActionId, DomainId, ProtocolLimits, Rank, RequestId, WorldSize};
 
+use crate::fixtures::{self, call, ctx, ctx_with, origin};
 use crate::report::check;
 
 /// Offsets in a header (see `Header`'s layout).
@@ -27,31 +28,6 @@ mod at {
     pub const FRAMES_SENT: usize = 72;
 }
 
-fn world() -> WorldSize {
-    WorldSize::new(4).expect("four ranks")
-}
-
-fn origin() -> Rank {
-    world().rank(1).expect("in the world")
-}
-
-fn ctx(channel: Channel) -> DecodeContext {
-    ctx_with(channel, ProtocolLimits::DEFAULT)
-}
-
-fn ctx_with(channel: Channel, limits: ProtocolLimits) -> DecodeContext {
-    DecodeContext::new(channel, origin(), world(), limits).expect("valid")
-}
-
-fn call() -> Call {
-    Call {
-        request: RequestId::new(7).expect("non-zero"),
-        action: ActionId::new(0xadd).expect("non-zero"),
-        domain: DomainId::new(1).expect("non-zero"),
-        trace: None,
-    }
-}
-
 const INPUT: [&[u8]; 2] = [b"left", b"right"];
 
 fn header_of(message: Message, segments: &[&[u8]]) -> [u8; HEADER_LEN] {
@@ -61,14 +37,7 @@ fn header_of(message: Message, segments: &[&[u8]]) -> [u8; HEADER_LEN] {
 }
 
 fn request() -> [u8; HEADER_LEN] {
-    let deadline = RelativeDeadline::from_nanos(1_000_000).expect("non-zero");
-    header_of(
-        Message::Request {
-            call: call(),
-            deadline,
-        },
-        &INPUT,
-    )
+    fixtures::request(&INPUT).encode()
 }
 
 fn result() -> [u8; HEADER_LEN] {
@@ -105,20 +74,10 @@ fn decode(bytes: &[u8], channel: Channel) -> Result<Header, ProtocolError> {
     Header::decode(bytes, &ctx(channel))
 }
 
-/// A whole request frame: header, length table, payload.
-fn request_frame(out: &mut [u8; 128]) -> usize {
-    let deadline = RelativeDeadline::from_nanos(1_000_000).expect("non-zero");
-    let header = Header::new(
-        origin(),
-        Message::Request {
-            call: call(),
-            deadline,
-        },
-        &INPUT,
-        &ProtocolLimits::DEFAULT,
-    )
-    .expect("a valid request");
-    encode_frame(&header, &INPUT, out).expect("fits")
+/// A whole request frame with `segments` in `out`: header, length table,
+/// payload. Returns its length.
+fn request_frame(segments: &[&[u8]], out: &mut [u8]) -> usize {
+    encode_frame(&fixtures::request(segments), segments, out).expect("fits")
 }
 
 pub fn run() {
@@ -327,20 +286,8 @@ pub fn run() {
 /// a hello may carry) are allowed.
 fn segment_too_large() -> bool {
     let big = [7u8; 5_000];
-    let segments: [&[u8]; 2] = [b"left", &big];
-    let deadline = RelativeDeadline::from_nanos(1_000_000).expect("non-zero");
-    let header = Header::new(
-        origin(),
-        Message::Request {
-            call: call(),
-            deadline,
-        },
-        &segments,
-        &ProtocolLimits::DEFAULT,
-    )
-    .expect("a valid request");
     let mut frame = [0u8; 5_200];
-    let len = encode_frame(&header, &segments, &mut frame).expect("fits");
+    let len = request_frame(&[b"left", &big], &mut frame);
     let mut small = ProtocolLimits::DEFAULT;
     small.max_segment_bytes = 4_096;
     matches!(
@@ -353,7 +300,7 @@ fn segment_too_large() -> bool {
 fn frames() {
     use ProtocolError as E;
     let mut frame = [0u8; 128];
-    let len = request_frame(&mut frame);
+    let len = request_frame(&INPUT, &mut frame);
     let action = ctx(Channel::Action);
     // The first length entry says 3 instead of 4: the sum falls short.
     let mut short_sum = frame;

@@ -3,13 +3,12 @@
 //! rejections are in `rejections.rs`).
 
 use dinah_core::wire::{
-    Call, Channel, DecodeContext, HELLO_LEN, Header, Hello, HelloField, Message, RelativeDeadline,
-    StreamDecoder, StreamEvent, check_compatible, encode_frame,
+    Channel, HELLO_LEN, Header, Hello, HelloField, Message, StreamDecoder, StreamEvent,
+    check_compatible, encode_frame,
 };
-use dinah_core::{
-    ActionId, DomainId, Fingerprint, ProtocolLimits, Registration, RequestId, WorldSize,
-};
+use dinah_core::{ActionId, DomainId, Fingerprint, ProtocolLimits, Registration};
 
+use crate::fixtures::{self, call, ctx, origin, world};
 use crate::report::check;
 
 pub fn run() {
@@ -18,42 +17,8 @@ pub fn run() {
     hello();
 }
 
-fn world() -> WorldSize {
-    WorldSize::new(4).expect("four ranks")
-}
-
-fn call() -> Call {
-    Call {
-        request: RequestId::new(7).expect("non-zero"),
-        action: ActionId::new(0xadd).expect("non-zero"),
-        domain: DomainId::new(1).expect("non-zero"),
-        trace: None,
-    }
-}
-
-fn request() -> Header {
-    let origin = world().rank(1).expect("in the world");
-    let deadline = RelativeDeadline::from_nanos(5_000_000).expect("non-zero");
-    let input: [&[u8]; 2] = [b"left", b"right"];
-    Header::new(
-        origin,
-        Message::Request {
-            call: call(),
-            deadline,
-        },
-        &input,
-        &ProtocolLimits::DEFAULT,
-    )
-    .expect("a valid request")
-}
-
-fn ctx(channel: Channel) -> DecodeContext {
-    let origin = world().rank(1).expect("in the world");
-    DecodeContext::new(channel, origin, world(), ProtocolLimits::DEFAULT).expect("valid")
-}
-
 fn headers() {
-    let header = request();
+    let header = fixtures::request(&[b"left", b"right"]);
     let bytes = header.encode();
     check(
         "header: a request round-trips",
@@ -64,11 +29,11 @@ fn headers() {
 fn stream() {
     // A request, a result and a goodbye on the action channel, as one byte
     // stream.
-    let header = request();
+    let header = fixtures::request(&[b"left", b"right"]);
     let input: [&[u8]; 2] = [b"left", b"right"];
     let mut wire = [0u8; 512];
     let mut len = encode_frame(&header, &input, &mut wire).expect("fits");
-    let origin = world().rank(1).expect("in the world");
+    let origin = origin();
     let result = Header::new(
         origin,
         Message::Result { call: call() },

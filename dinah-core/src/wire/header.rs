@@ -547,6 +547,17 @@ impl Fields {
     fn no_frames_sent(&self) -> Result<(), ProtocolError> {
         self.zero(self.frames_sent != 0, HeaderField::FramesSent)
     }
+
+    /// A transport frame (goodbye, heartbeat): no call, deadline, trace or
+    /// error code, checked in that order.
+    fn no_call(&self) -> Result<(), ProtocolError> {
+        self.zero(self.request != 0, HeaderField::Request)?;
+        self.zero(self.action != 0, HeaderField::Action)?;
+        self.zero(self.domain != 0, HeaderField::Domain)?;
+        self.no_deadline()?;
+        self.zero(self.trace != 0, HeaderField::Trace)?;
+        self.no_error_code()
+    }
 }
 
 /// The kind-specific fields, checked in this order: request, action,
@@ -588,23 +599,13 @@ fn decode_message(b: &[u8; HEADER_LEN], kind: MessageKind) -> Result<Message, Pr
             Ok(Message::Error { call, code })
         }
         MessageKind::Goodbye => {
-            f.zero(f.request != 0, HeaderField::Request)?;
-            f.zero(f.action != 0, HeaderField::Action)?;
-            f.zero(f.domain != 0, HeaderField::Domain)?;
-            f.no_deadline()?;
-            f.zero(f.trace != 0, HeaderField::Trace)?;
-            f.no_error_code()?;
+            f.no_call()?;
             Ok(Message::Goodbye {
                 frames_sent: f.frames_sent,
             })
         }
         MessageKind::Heartbeat => {
-            f.zero(f.request != 0, HeaderField::Request)?;
-            f.zero(f.action != 0, HeaderField::Action)?;
-            f.zero(f.domain != 0, HeaderField::Domain)?;
-            f.no_deadline()?;
-            f.zero(f.trace != 0, HeaderField::Trace)?;
-            f.no_error_code()?;
+            f.no_call()?;
             f.no_frames_sent()?;
             Ok(Message::Heartbeat)
         }
