@@ -34,16 +34,18 @@
 //! meanwhile is seen at the next round: the client that began it has
 //! woken the owner anyway.
 
+mod begin;
 mod ending;
+mod locked;
 mod waiting;
+mod wakers;
 
-use std::ops::{Deref, DerefMut};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use dinah_core::wire::{Call, Channel, Header, stamp_request_id};
+use dinah_core::wire::{Call, Header};
 use dinah_core::{
     DomainId, Instant, LateResult, MAX_TABLE_CAPACITY, PendingSlot, PendingTable, Rank, RequestId,
     RequestSequencer,
@@ -53,10 +55,13 @@ use super::flow::{Flow, LaneId};
 use crate::domain::JobCanceller;
 use crate::runtime::error::RuntimeError;
 use crate::runtime::stats::FlowStats;
-use crate::transport::{TransportHandle, TrySendError};
+use crate::transport::TransportHandle;
 
+pub(crate) use begin::{BeginError, Begun, Pacing};
+use locked::NO_DEADLINE;
 pub(crate) use waiting::LocalRelease;
 use waiting::Waiting;
+use wakers::Wakers;
 
 /// How a call ended, as delivered to its future.
 pub(crate) enum CallOutcome {
@@ -80,17 +85,6 @@ pub(crate) struct CallInfo {
 pub(crate) struct Ticket {
     slot: u32,
     generation: u32,
-}
-
-/// How a call beyond its lane's window is treated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Pacing {
-    /// Not paced (the runtime's own actions, run inline at the target).
-    None,
-    /// Waits for room.
-    Wait,
-    /// Refused at once.
-    FailFast,
 }
 
 enum State {
@@ -164,33 +158,6 @@ pub(crate) enum Abandoned {
     Unsent,
 }
 
-/// How [`Calls::begin`] recorded a call.
-#[derive(Debug)]
-pub(crate) enum Begun {
-    /// Sent to a peer.
-    Sent(Ticket),
-    /// Waiting for room in its lane; sent (or submitted) later.
-    Waiting(Ticket),
-    /// A call to this rank, recorded: submit it now.
-    Local(LocalRelease),
-}
-
-/// Why [`Calls::begin`] did not record a call.
-#[derive(Debug)]
-pub(crate) enum BeginError {
-    /// Every slot of the table is taken.
-    Full,
-    /// This rank's request IDs to the target are used up.
-    Exhausted,
-    /// The lane is full and the call asked to fail fast.
-    Busy,
-    /// The frames of waiting calls would exceed their byte budget.
-    WaitingBytes,
-    /// The transport refused the call (the call is forgotten, its ID
-    /// unused).
-    Send(TrySendError),
-}
-
 pub(crate) struct Calls {
     inner: Mutex<Inner>,
     /// The earliest deadline in the tables in nanoseconds ([`NO_DEADLINE`]
@@ -210,43 +177,6 @@ pub(crate) struct Calls {
     /// Set when the transport refused a released call for now: the owner
     /// retries the waiting lanes.
     stalled: AtomicBool,
-}
-
-/// What [`Calls::earliest`] holds while no call is waiting (or only calls
-/// whose deadline is [`Instant::MAX`], which never passes).
-const NO_DEADLINE: u64 = u64::MAX;
-
-/// The lock on a [`Calls`] table; releasing it publishes the earliest
-/// deadline (before the mutex itself is released: fields drop after
-/// `drop` runs).
-struct Locked<'a> {
-    inner: MutexGuard<'a, Inner>,
-    earliest: &'a AtomicU64,
-}
-
-impl Deref for Locked<'_> {
-    type Target = Inner;
-    fn deref(&self) -> &Inner {
-        &self.inner
-    }
-}
-
-impl DerefMut for Locked<'_> {
-    fn deref_mut(&mut self) -> &mut Inner {
-        &mut self.inner
-    }
-}
-
-impl Drop for Locked<'_> {
-    fn drop(&mut self) {
-        let earliest = self
-            .inner
-            .next_deadline()
-            .map_or(NO_DEADLINE, Instant::as_nanos);
-        if self.earliest.load(Ordering::Relaxed) != earliest {
-            self.earliest.store(earliest, Ordering::Release);
-        }
-    }
 }
 
 impl Inner {
@@ -293,31 +223,6 @@ impl Inner {
                 None
             }
             Err(_) => Some(lane),
-        }
-    }
-}
-
-/// Wakers collected under the lock, woken after it: the first without
-/// allocating (a completion wakes one call, nearly always).
-#[derive(Default)]
-pub(super) struct Wakers {
-    first: Option<Waker>,
-    rest: Vec<Waker>,
-}
-
-impl Wakers {
-    pub(super) fn push(&mut self, waker: Option<Waker>) {
-        let Some(waker) = waker else { return };
-        match self.first {
-            None => self.first = Some(waker),
-            Some(_) => self.rest.push(waker),
-        }
-    }
-
-    pub(super) fn wake(self) {
-        if let Some(first) = self.first {
-            first.wake();
-            self.rest.into_iter().for_each(Waker::wake);
         }
     }
 }
@@ -387,128 +292,6 @@ impl Calls {
             release_failures: AtomicU64::new(0),
             stalled: AtomicBool::new(false),
         }
-    }
-
-    /// The lock, for reads and for changes that leave the earliest
-    /// deadline as it is (or publish it themselves, as
-    /// [`begin`](Self::begin) does): nothing published on release.
-    fn lock_slots(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// The lock, publishing the earliest deadline when released.
-    fn lock(&self) -> Locked<'_> {
-        // Nothing panics while holding the lock; recover the data if a
-        // panic elsewhere ever poisoned it.
-        Locked {
-            inner: self.inner.lock().unwrap_or_else(PoisonError::into_inner),
-            earliest: &self.earliest,
-        }
-    }
-
-    /// Publishes `deadline` at once if it is due before everything else
-    /// (a new entry can only bring the earliest deadline forward).
-    fn publish_new(&self, deadline: Instant) {
-        let due = deadline.as_nanos();
-        if due < self.earliest.load(Ordering::Relaxed) {
-            self.earliest.store(due, Ordering::Release);
-        }
-    }
-
-    /// Records a new call with `deadline` and `frame` (a request frame
-    /// whose ID is stamped here).
-    ///
-    /// If its lane has room (or `pacing` is [`Pacing::None`]), the call
-    /// takes the next request ID to `info.peer` and, to a peer, is handed
-    /// to the transport while the table is still locked, so that the IDs
-    /// to each target follow send order; a send the transport refuses
-    /// records nothing and gives the ID to the next call. A call to this
-    /// rank comes back as [`Begun::Local`], for the caller to submit.
-    ///
-    /// If the lane is full, the call waits ([`Pacing::Wait`]) or is
-    /// refused ([`Pacing::FailFast`]).
-    pub(crate) fn begin(
-        &self,
-        mut info: CallInfo,
-        deadline: Instant,
-        mut frame: Vec<u8>,
-        pacing: Pacing,
-    ) -> Result<Begun, BeginError> {
-        let mut guard = self.lock_slots();
-        let inner = &mut *guard;
-        let lane = match pacing {
-            Pacing::None => None,
-            Pacing::Wait | Pacing::FailFast => inner.flow.lane(info.peer, info.call.domain),
-        };
-        if let Some(lane) = lane {
-            let window = inner.flow.window(&self.handle, info.peer);
-            if !inner.flow.has_room(lane, window) {
-                if pacing == Pacing::FailFast {
-                    inner.counts.refused_busy += 1;
-                    return Err(BeginError::Busy);
-                }
-                let ticket = self.hold(inner, info, deadline, frame, lane)?;
-                drop(guard);
-                self.publish_new(deadline);
-                return Ok(Begun::Waiting(ticket));
-            }
-        }
-        let id = inner
-            .ids
-            .peek(info.peer)
-            .map_err(|_| BeginError::Exhausted)?;
-        let Some(slot) = inner.free.pop() else {
-            return Err(BeginError::Full);
-        };
-        if inner
-            .pending
-            .insert(id, deadline, Entry::Call(slot))
-            .is_err()
-        {
-            inner.free.push(slot);
-            return Err(BeginError::Full);
-        }
-        stamp_request_id(&mut frame, id).expect("a request frame was just encoded");
-        let local = info.peer == self.handle.rank();
-        let frame = if local {
-            Some(frame)
-        } else {
-            match self
-                .handle
-                .try_send_quiet(info.peer, Channel::Action, frame)
-            {
-                Ok(()) => None,
-                Err(refused) => {
-                    inner.pending.remove(id);
-                    inner.free.push(slot);
-                    return Err(BeginError::Send(refused));
-                }
-            }
-        };
-        inner.ids.commit(info.peer);
-        if let Some(lane) = lane {
-            inner.flow.take(lane);
-        }
-        info.call.request = id;
-        let entry = &mut inner.slots[slot as usize];
-        entry.info = Some(info);
-        entry.state = State::Waiting(None);
-        entry.lane = lane;
-        let ticket = Ticket {
-            slot,
-            generation: entry.generation,
-        };
-        drop(guard);
-        self.publish_new(deadline);
-        Ok(match frame {
-            Some(frame) => Begun::Local(LocalRelease {
-                ticket,
-                info,
-                deadline,
-                frame,
-            }),
-            None => Begun::Sent(ticket),
-        })
     }
 
     /// Polls the call: its outcome once it finished (freeing the slot),

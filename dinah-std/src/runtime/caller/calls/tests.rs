@@ -3,6 +3,7 @@
 use super::*;
 use crate::action::SegmentWriter;
 use crate::transport::HandleConfig;
+use dinah_core::wire::Channel;
 use dinah_core::wire::{DecodeContext, Message, RelativeDeadline, decode_frame};
 use dinah_core::{ActionId, DomainId, ProtocolLimits, WorldSize};
 use std::sync::Arc;
