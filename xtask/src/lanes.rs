@@ -242,8 +242,7 @@ fn test(lane: &LaneRun) -> Result<()> {
 
 fn sim_long(lane: &LaneRun) -> Result<()> {
     // The `test` lane runs seeds 0..1000 of the same property; this one
-    // continues from there, in release (about 20 s here; the cold CI run
-    // stays under 30 minutes). `cargo xtask sim --seeds 100000` is the
+    // continues from there, in release. `cargo xtask sim --seeds 100000` is the
     // on-demand size.
     crate::sim::run(
         lane,

@@ -3,8 +3,8 @@
 //! memory sampled every second (`examples/soak.rs`, which launches its own
 //! ranks through the launcher library). It fails when a call is lost or
 //! answered wrongly, when memory grows after the warm-up, or when a rank
-//! does not shut down cleanly. The `soak` CI lane runs a million calls
-//! (about ten seconds here); `--calls` takes any size.
+//! does not shut down cleanly. The `soak` CI lane runs a million calls;
+//! `--calls` takes any size.
 
 use anyhow::{Result, bail};
 
