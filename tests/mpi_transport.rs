@@ -34,8 +34,8 @@ use dinah::mpi::mpi::topology::SimpleCommunicator;
 use dinah::mpi::mpi::traits::{Communicator, CommunicatorCollectives};
 use dinah::mpi::{MpiConfig, MpiDriver, MpiError, MpiTransport};
 use dinah::std::transport::{
-    Channel, DriverCounts, HandleConfig, TransportDriver, TransportEvent, TransportHandle,
-    TransportHello,
+    Channel, DriverCounts, HandleConfig, PeerStatus, TransportDriver, TransportEvent,
+    TransportHandle, TransportHello,
 };
 use dinah::std::{
     Action, CodecError, Runtime, RuntimeBuilder, RuntimeError, SegmentReader, SegmentWriter,
@@ -88,6 +88,10 @@ fn main() {
     mpi.step(
         "a_stopped_rank_is_declared_down_within_the_liveness_timeout",
         a_stopped_rank_is_declared_down_within_the_liveness_timeout,
+    );
+    mpi.step(
+        "nothing_stale_reaches_the_next_transport",
+        nothing_stale_reaches_the_next_transport,
     );
     // Last: the highest rank stops taking part in dinah.
     mpi.step("a_rank_that_leaves_early", a_rank_that_leaves_early);
@@ -749,14 +753,25 @@ fn cancels_overtaking_their_requests(world: &SimpleCommunicator) {
     assert!(report.is_clean(), "{report}");
 }
 
-/// The highest rank drops its runtime without a shutdown while rank 0 has
-/// a call running there, stops taking part in dinah, and only reaches
-/// `MPI_Finalize` at the end of the program, like every rank. Rank 0's
-/// running call ends with its deadline or a transport error, later calls
-/// to the departed rank fail fast with a transport error, and the ranks
-/// that stay shut down among themselves without hanging.
 /// The liveness timeout of the stopped-rank step.
 const LIVENESS: Duration = Duration::from_secs(1);
+
+/// Waits until this rank has answered every call it served and its
+/// transport has sent the answers, with `running` calls still running:
+/// a rank about to stop or leave must not take a barrier answer with it
+/// (its barrier completes once every arrival ran here, which may be before
+/// the answers went out).
+fn wait_for_answers_sent(ctx: &mut RankCtx, running: usize) {
+    ctx.wait_until("the answers sent", move |ctx| {
+        let stats = ctx.rt().stats();
+        stats.action_jobs <= running
+            && stats.completions == 0
+            && stats.handle.queued_action == 0
+            && stats.handle.queued_control == 0
+            && stats.handle.in_flight == 0
+            && stats.serve.responses_waiting == 0
+    });
+}
 
 /// Sends `signal` (`-STOP`, `-CONT`) to process `pid` with `kill(1)`.
 #[expect(
@@ -803,6 +818,12 @@ fn a_stopped_rank_is_declared_down_within_the_liveness_timeout(world: &SimpleCom
     }
     let last = ctx.world().rank(size - 1).unwrap();
     if me == last.get() {
+        // Every other rank's call arrived here (after its barrier arrival;
+        // this rank's own arrival is served locally, not counted), so
+        // every barrier answer reached its rank before this one stops.
+        ctx.wait_until("the others' calls", move |ctx| {
+            ctx.rt().stats().serve.served >= u64::from(2 * (size - 1))
+        });
         signal("-STOP", std::process::id());
         // Woken by rank 0 after the others shut down.
         let report = ctx.take_runtime().shutdown(Duration::from_secs(20));
@@ -846,6 +867,41 @@ fn a_stopped_rank_is_declared_down_within_the_liveness_timeout(world: &SimpleCom
     }
 }
 
+/// Runs right after the stopped-rank step, whose woken rank sent
+/// heartbeats and goodbyes on that transport's communicator after its
+/// peers had closed theirs. None of it may reach this transport (MPI hands
+/// a message for a freed communicator to the next one that reuses its
+/// context, so a transport with a peer that went down without draining
+/// never frees its communicator): the hellos match, every peer stays up
+/// through a quiet while, and each drains exactly once at the shutdown.
+fn nothing_stale_reaches_the_next_transport(world: &SimpleCommunicator) {
+    let (handle, mut driver) = connect_bare(world, HandleConfig::default());
+    let me = driver.rank().get();
+    let start = Instant::now();
+    poll_until(&mut driver, "a quiet while", 64, |_, events| {
+        for event in events.drain(..) {
+            assert!(
+                matches!(event, TransportEvent::PeerUp { .. }),
+                "rank {me}: something stale arrived: {event:?}"
+            );
+        }
+        start.elapsed() > Duration::from_millis(300)
+    });
+    for peer in driver.world().ranks().filter(|&peer| peer != driver.rank()) {
+        assert_eq!(handle.peer_status(peer), PeerStatus::Up, "rank {me}");
+    }
+    // Nobody says goodbye before every rank has looked.
+    world.barrier();
+    assert_all_zero(shut_down(driver, Vec::new()), "after a quiet while");
+    assert_handle_empty(&handle, "after a quiet while");
+}
+
+/// The highest rank drops its runtime without a shutdown while rank 0 has
+/// a call running there, stops taking part in dinah, and only reaches
+/// `MPI_Finalize` at the end of the program, like every rank. Rank 0's
+/// running call ends with its deadline or a transport error, later calls
+/// to the departed rank fail fast with a transport error, and the ranks
+/// that stay shut down among themselves without hanging.
 fn a_rank_that_leaves_early(world: &SimpleCommunicator) {
     let (me, size) = rank_of(world);
     let mut ctx = suite_runtime(world);
@@ -857,6 +913,7 @@ fn a_rank_that_leaves_early(world: &SimpleCommunicator) {
         ctx.wait_until("rank 0's call", move |_| {
             size == 1 || state.sleeps_started.load(Ordering::SeqCst) >= 1
         });
+        wait_for_answers_sent(&mut ctx, usize::from(size > 1));
         drop(ctx.take_runtime());
         println!("mpi_transport: rank {me}: left without a shutdown");
         // Out of dinah; MPI_Finalize comes with the other ranks'.

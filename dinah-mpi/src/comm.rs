@@ -15,12 +15,13 @@
 //! `MPI_Comm_free` is a collective in the MPI standard's sense (every
 //! member must eventually call it) but synchronises nothing in OpenMPI or
 //! MPICH: it drops a reference, and pending operations on the communicator
-//! still complete. The transport frees its communicator only after a
-//! **clean** close, when no request is outstanding and no peer can still
-//! send on it (every peer drained). After any other close it is leaked on
-//! purpose: a forgotten request may still use it, and a message still in
-//! flight must never land on a future communicator that reuses the freed
-//! context. Nothing is freed once MPI is finalised.
+//! still complete, and a message that arrives after its receiver freed the
+//! communicator is handed to the next communicator that reuses the context.
+//! The transport therefore frees its communicator only after a **clean**
+//! close in which every peer drained: no request is outstanding and no
+//! peer can still send on it. After any other close, or one where a peer
+//! was declared down without draining (a silent peer may wake up and send
+//! again), it is leaked on purpose. Nothing is freed once MPI is finalised.
 
 use std::fmt;
 use std::os::raw::c_int;

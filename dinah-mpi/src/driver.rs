@@ -245,8 +245,9 @@ impl MpiDriver {
         while let Some(notice) = self.peers.next_notice() {
             let event = match notice {
                 Notice::Leaving(peer) => {
-                    // Done sending: no longer watched for silence.
-                    self.liveness.forget(peer);
+                    // Still watched for silence until every frame it
+                    // announced arrived: a peer stopped before its last
+                    // sends completed is reported down, not waited for.
                     if matches!(
                         self.handle.peer_status(peer),
                         PeerStatus::Up | PeerStatus::Connecting
@@ -271,7 +272,11 @@ impl MpiDriver {
                     }
                     Some(TransportEvent::PeerUp { peer })
                 }
-                Notice::Drained(peer) => Some(TransportEvent::PeerDrained { peer }),
+                Notice::Drained(peer) => {
+                    // It sends nothing more: no longer watched for silence.
+                    self.liveness.forget(peer);
+                    Some(TransportEvent::PeerDrained { peer })
+                }
                 Notice::Down(peer, reason) => {
                     trace_event!(
                         tracing::Level::WARN,
@@ -758,8 +763,10 @@ impl TransportDriver for MpiDriver {
 
     /// Closes the transport without waiting on any peer beyond `deadline`.
     ///
-    /// After a clean drain nothing is outstanding: the private
-    /// communicator is freed and nothing else is sent. Otherwise the driver
+    /// After a clean drain nothing is outstanding and nothing else is
+    /// sent; the private communicator is freed if every peer drained (a
+    /// peer declared down may still send on it, and MPI would hand that to
+    /// the next communicator reusing the context), else leaked. Otherwise the driver
     /// posts its goodbyes (if it had not), gives its sends until `deadline`
     /// to complete, and sends a close marker to every live peer that still
     /// expects something from it (so later calls to this rank fail there at
@@ -782,7 +789,10 @@ impl TransportDriver for MpiDriver {
             self.close_unclean(deadline);
         }
         self.abandon();
-        let _ = self.comm.release(live && clean);
+        // A peer that went down without draining may send again (a stopped
+        // rank that wakes up): freeing would let MPI hand its messages to
+        // a later communicator that reuses the context.
+        let _ = self.comm.release(live && clean && self.peers.all_drained());
         self.phase = Phase::Closed;
         self.counts()
     }

@@ -160,6 +160,13 @@ impl Peers {
         self.peers[peer.index()].drained
     }
 
+    /// Has every peer other than this rank drained? A peer that went down
+    /// without draining (silent, or closed with frames lost) may still
+    /// send on the communicator later.
+    pub(crate) fn all_drained(&self) -> bool {
+        self.others().all(|peer| self.is_drained(peer))
+    }
+
     /// Is `peer` down (closed)?
     pub(crate) fn is_down(&self, peer: Rank) -> bool {
         self.peers[peer.index()].down
@@ -303,6 +310,28 @@ mod tests {
             drain(&mut peers),
             vec![Notice::Drained(one), Notice::Closed(one)]
         );
+    }
+
+    #[test]
+    fn only_drained_peers_count_as_done_with_the_communicator() {
+        let (mut peers, world) = table(3);
+        let (one, two) = (world.rank(1).unwrap(), world.rank(2).unwrap());
+        assert!(!peers.all_drained());
+        for channel in Channel::ALL {
+            peers.on_goodbye(one, channel, 0);
+        }
+        // Silent: down, so nothing waits for it, but it may send again.
+        peers.on_silence(two);
+        assert_eq!(peers.undrained(), 0);
+        assert!(!peers.all_drained());
+        // One that drained and then closed is done.
+        let (mut peers, _) = table(2);
+        for channel in Channel::ALL {
+            peers.on_goodbye(one, channel, 0);
+        }
+        peers.on_close(one, false);
+        assert!(peers.is_down(one));
+        assert!(peers.all_drained());
     }
 
     #[test]

@@ -53,8 +53,17 @@ impl Harness {
     }
 
     /// Runs one step on this rank; aborts the job if it panics.
+    ///
+    /// With `DINAH_MPI_STEPS` set (names separated by commas), only the
+    /// steps named there run, on every rank alike: for repeating a few
+    /// steps by hand. The `mpi` lane never sets it.
     pub(crate) fn step(&self, name: &str, step: impl FnOnce(&SimpleCommunicator)) {
         let (rank, size) = self.rank_and_size();
+        if let Ok(chosen) = std::env::var("DINAH_MPI_STEPS") {
+            if !chosen.split(',').any(|chosen| chosen.trim() == name) {
+                return;
+            }
+        }
         let start = Instant::now();
         if catch_unwind(AssertUnwindSafe(|| step(&self.world))).is_err() {
             eprintln!(
