@@ -1,10 +1,13 @@
-//! The TCP transport against the raw TCP floor, measured in the same run:
+//! The TCP transport against the raw TCP floors, measured in the same run:
 //! two ranks over loopback, as two threads of this process (each rank's
 //! owner and reader threads are real threads; only the address space is
-//! shared).
+//! shared). The floors are in `support/raw_tcp.rs`.
 //!
-//! - `raw_ping_pong_8b`: blocking std sockets with `TCP_NODELAY`, 8 bytes
-//!   each way, one in flight (the latency floor);
+//! - `raw_spin_ping_pong_8b`: non-blocking sockets that both sides poll
+//!   without sleeping, 8 bytes each way, one in flight: the floor for
+//!   dinah's round trips, whose owner thread polls too while it waits;
+//! - `raw_ping_pong_8b`: the same over blocking sockets (context: each
+//!   side sleeps in the kernel until its message arrives);
 //! - `raw_pipelined_64b`: 64-byte request frames through a `BufWriter`,
 //!   1,024 in flight, echoed by a server that flushes its `BufWriter`
 //!   whenever its input is momentarily drained (the throughput floor);
@@ -16,16 +19,15 @@
 //!   and result frames for the no-op pushed through the TCP transport by
 //!   hand, with no runtime, 1 and 1,024 in flight (what the transport
 //!   alone allows);
-//! - `payload/raw/N` and `payload/dinah/N`: an N-byte echo, 8 B to 1 MiB,
-//!   one in flight.
+//! - `tcp_payload/{raw,raw_spin,transport,dinah}/N`: an N-byte echo, 8 B
+//!   to 4 MiB, one in flight.
 //!
-//! Goals (not assertions): `dinah_noop/1` within 1.5x `raw_ping_pong_8b`;
-//! `dinah_noop/1024` at 500,000 actions/s or more and at least half of
-//! `raw_pipelined_64b`'s request rate.
+//! Goals (not assertions): `dinah_noop_inline/1` within 1.3x
+//! `raw_spin_ping_pong_8b`; `dinah_noop/1024` at 500,000 actions/s or more
+//! and at least half of `raw_pipelined_64b`'s request rate; a 1 MiB echo
+//! at 0.9x or more of the faster raw floor's bandwidth.
 
 use std::hint::black_box;
-use std::io::{BufReader, BufWriter, Read, Write};
-use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
@@ -40,7 +42,10 @@ use dinah_tcp::{Membership, TcpTransport};
 
 #[path = "support/noop.rs"]
 mod noop;
+#[path = "support/raw_tcp.rs"]
+mod raw_tcp;
 use noop::{Noop, raw_frame};
+use raw_tcp::{RawPingPong, RawPipelined, SpinPingPong};
 
 struct Echo(Vec<u8>);
 
@@ -174,16 +179,30 @@ impl Pair {
     }
 
     /// Echoes `payload` `n` times, one call at a time.
-    fn echo(&mut self, n: u64, payload: &[u8]) {
+    /// `n` echoes of `payload`; returns the time they took. The payloads
+    /// are built before the clock runs (a few at a time), as the raw
+    /// ping-pong's buffer is: an echo consumes its argument.
+    fn echo(&mut self, n: u64, payload: &[u8]) -> Duration {
+        const AT_ONCE: u64 = 16;
         let runtime = self.runtime();
         let client = runtime.client();
         let peer = Rank::new(1, runtime.world()).unwrap();
-        for _ in 0..n {
-            let Bytes(back) = runtime
-                .block_on(client.spawn_on(peer, Echo(payload.to_vec())))
-                .unwrap();
-            assert_eq!(back.len(), payload.len());
+        let mut took = Duration::ZERO;
+        let mut left = n;
+        while left > 0 {
+            let chunk = left.min(AT_ONCE);
+            let payloads: Vec<Vec<u8>> = (0..chunk).map(|_| payload.to_vec()).collect();
+            let start = Instant::now();
+            for echoed in payloads {
+                let Bytes(back) = runtime
+                    .block_on(client.spawn_on(peer, Echo(echoed)))
+                    .unwrap();
+                assert_eq!(back.len(), payload.len());
+            }
+            took += start.elapsed();
+            left -= chunk;
         }
+        took
     }
 }
 
@@ -191,119 +210,6 @@ impl Drop for Pair {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         drop(self.client_side.take());
-        if let Some(server) = self.server.take() {
-            let _ = server.join();
-        }
-    }
-}
-
-/// A connected loopback pair with `TCP_NODELAY` on both ends.
-fn socket_pair() -> (TcpStream, TcpStream) {
-    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
-    let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-    let (server, _) = listener.accept().unwrap();
-    client.set_nodelay(true).unwrap();
-    server.set_nodelay(true).unwrap();
-    (client, server)
-}
-
-/// A raw echo server: reads `len`-byte messages and writes each back.
-/// With `batched`, replies go through a `BufWriter` flushed only when no
-/// more input is buffered.
-fn echo_server(stream: TcpStream, len: usize, batched: bool) -> JoinHandle<()> {
-    std::thread::spawn(move || {
-        let mut input = BufReader::with_capacity(64 << 10, stream.try_clone().unwrap());
-        let mut output = BufWriter::with_capacity(64 << 10, stream);
-        let mut message = vec![0u8; len];
-        loop {
-            if input.read_exact(&mut message).is_err() {
-                return;
-            }
-            if output.write_all(&message).is_err() {
-                return;
-            }
-            if (!batched || input.buffer().is_empty()) && output.flush().is_err() {
-                return;
-            }
-        }
-    })
-}
-
-/// Blocking ping-pong of `len`-byte messages, one in flight.
-struct RawPingPong {
-    client: TcpStream,
-    message: Vec<u8>,
-    server: Option<JoinHandle<()>>,
-}
-
-impl RawPingPong {
-    fn new(len: usize) -> Self {
-        let (client, server) = socket_pair();
-        Self {
-            client,
-            message: vec![1u8; len],
-            server: Some(echo_server(server, len, false)),
-        }
-    }
-
-    fn run(&mut self, n: u64) {
-        for _ in 0..n {
-            self.client.write_all(&self.message).unwrap();
-            self.client.read_exact(&mut self.message).unwrap();
-        }
-    }
-}
-
-impl Drop for RawPingPong {
-    fn drop(&mut self) {
-        let _ = self.client.shutdown(std::net::Shutdown::Both);
-        if let Some(server) = self.server.take() {
-            let _ = server.join();
-        }
-    }
-}
-
-/// Pipelined 64-byte requests, `window` in flight, written through a
-/// buffered writer and echoed by a batching server.
-struct RawPipelined {
-    writer: BufWriter<TcpStream>,
-    reader: BufReader<TcpStream>,
-    server: Option<JoinHandle<()>>,
-}
-
-impl RawPipelined {
-    fn new() -> Self {
-        let (client, server) = socket_pair();
-        let reader = BufReader::with_capacity(64 << 10, client.try_clone().unwrap());
-        let writer = BufWriter::with_capacity(64 << 10, client);
-        Self {
-            writer,
-            reader,
-            server: Some(echo_server(server, 64, true)),
-        }
-    }
-
-    fn run(&mut self, n: u64, window: u64) {
-        let request = [3u8; 64];
-        let mut response = [0u8; 64];
-        let mut done = 0;
-        while done < n {
-            let batch = window.min(n - done);
-            for _ in 0..batch {
-                self.writer.write_all(&request).unwrap();
-            }
-            self.writer.flush().unwrap();
-            for _ in 0..batch {
-                self.reader.read_exact(&mut response).unwrap();
-            }
-            done += batch;
-        }
-    }
-}
-
-impl Drop for RawPipelined {
-    fn drop(&mut self) {
-        let _ = self.writer.get_ref().shutdown(std::net::Shutdown::Both);
         if let Some(server) = self.server.take() {
             let _ = server.join();
         }
@@ -477,6 +383,10 @@ fn latency(c: &mut Criterion) {
         let mut raw = RawPingPong::new(8);
         b.iter_custom(timed(|n| raw.run(n)));
     });
+    group.bench_function("raw_spin_ping_pong_8b", |b| {
+        let mut raw = SpinPingPong::new(8);
+        b.iter_custom(timed(|n| raw.run(n)));
+    });
     group.bench_function("transport_frames", |b| {
         let mut pair = FramePair::new(8);
         b.iter_custom(timed(|n| pair.run(n)));
@@ -522,10 +432,14 @@ fn payloads(c: &mut Criterion) {
     group
         .sample_size(15)
         .measurement_time(Duration::from_secs(3));
-    for len in [8usize, 1 << 10, 64 << 10, 1 << 20] {
+    for len in [8usize, 1 << 10, 64 << 10, 1 << 20, 4 << 20] {
         group.throughput(Throughput::Bytes(2 * len as u64));
         group.bench_with_input(BenchmarkId::new("raw", len), &len, |b, &len| {
             let mut raw = RawPingPong::new(len);
+            b.iter_custom(timed(|n| raw.run(n)));
+        });
+        group.bench_with_input(BenchmarkId::new("raw_spin", len), &len, |b, &len| {
+            let mut raw = SpinPingPong::new(len);
             b.iter_custom(timed(|n| raw.run(n)));
         });
         group.bench_with_input(BenchmarkId::new("transport", len), &len, |b, &len| {
@@ -535,7 +449,7 @@ fn payloads(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new("dinah", len), &len, |b, &len| {
             let mut pair = Pair::new(false);
             let payload = vec![5u8; len];
-            b.iter_custom(timed(|n| pair.echo(n, &payload)));
+            b.iter_custom(|n| pair.echo(n, &payload));
         });
     }
     group.finish();

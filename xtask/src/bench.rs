@@ -2,7 +2,8 @@
 //!
 //! Benchmarks live in the root `benches/` (criterion or the bench harness
 //! there) and compare dinah with its peer (Rayon, raw TCP, raw MPI) in the
-//! same run. Results are recorded in `docs/benchmarks.md`.
+//! same run. `--report` runs them all and writes `docs/benchmarks.md`
+//! (see `report.rs`).
 
 use anyhow::{Result, bail};
 
@@ -18,6 +19,15 @@ pub(crate) fn bench_names() -> Result<Vec<String>> {
 }
 
 pub(crate) fn run(names: &[String]) -> Result<()> {
+    if let Some(position) = names.iter().position(|name| name == "--report") {
+        let mut rest: Vec<&String> = names.iter().collect();
+        rest.remove(position);
+        return match rest[..] {
+            [] => crate::report::run(None),
+            [flag, dir] if flag == "--from" => crate::report::run(Some(dir)),
+            _ => bail!("usage: cargo xtask bench --report [--from DIR]"),
+        };
+    }
     let available = bench_names()?;
     if available.is_empty() {
         bail!("no benchmarks have landed yet (benches/ is empty)");
@@ -53,6 +63,11 @@ pub(crate) fn run(names: &[String]) -> Result<()> {
 const MPI_BENCH: &str = "mpi";
 
 fn run_mpi() -> Result<()> {
+    mpi_command()?.run()
+}
+
+/// The MPI benchmark built and ready to run under `mpirun -n 2`.
+pub(crate) fn mpi_command() -> Result<Cmd> {
     crate::mpi::require_toolchain(LANE)?;
     let json = Cmd::new(LANE, "cargo")
         .args([
@@ -66,9 +81,8 @@ fn run_mpi() -> Result<()> {
         ])
         .read()?;
     let exe = crate::mpi::executable_from_json(&json, MPI_BENCH)?;
-    crate::mpi::mpirun(LANE, 2)
+    Ok(crate::mpi::mpirun(LANE, 2)
         .arg(exe)
         .arg("--bench")
-        .timeout(std::time::Duration::from_secs(1800))
-        .run()
+        .timeout(std::time::Duration::from_secs(1800)))
 }

@@ -5,9 +5,9 @@
 //! cargo xtask setup                                  install what is missing
 //! cargo xtask demo [--mpi]                           the README's main job
 //! cargo xtask bench [NAME]...                        full benchmarks
+//! cargo xtask bench --report [--from DIR]            every benchmark, and docs/benchmarks.md from it
 //! cargo xtask sim [--seeds N] [--base B]             the fault simulation over N seeds
 //! cargo xtask soak [--calls N]                       four ranks over TCP, N calls, memory watched
-//! cargo xtask plot FILE...                           charts of saved bench output
 //! cargo xtask lanes                                  list the CI lanes
 //! ```
 //!
@@ -29,11 +29,10 @@ mod demo;
 mod embedded;
 mod lanes;
 mod mpi;
-mod plot;
+mod report;
 mod setup;
 mod sim;
 mod soak;
-mod svg;
 #[cfg(test)]
 mod tidy;
 
@@ -49,12 +48,12 @@ commands:
   setup                                  install the toolchains, targets, MPI and tools CI needs
   demo [--mpi]                           run dinah's main job (the most complete example)
   bench [NAME]...                        run the full benchmarks (all, or the named ones)
+  bench --report [--from DIR]            run every benchmark once and write docs/benchmarks.md
+                                         and docs/plots/ from that run (or from the saved DIR)
   sim [--seeds N] [--base B]             the fault-injection simulation over N seeds (default
                                          20,000 from seed 1,000), in release, with seeds per second
   soak [--calls N]                       four ranks over TCP making N calls (default 1,000,000) with
                                          random deadlines and drops; fails if memory grows
-  plot FILE...                           chart saved benchmark output (artifacts/benchmarks/*.txt)
-                                         as docs/plots/<file stem>-payload.svg
   lanes                                  list the CI lanes with their time limits
 ";
 
@@ -87,13 +86,6 @@ fn run(args: Vec<String>) -> Result<()> {
             let args = sim::SimArgs::parse(rest)?;
             let lane = lanes::LaneRun::new("sim", std::time::Duration::from_secs(24 * 3600));
             sim::run(&lane, &args)
-        }
-        "plot" => {
-            if rest.is_empty() {
-                print!("{USAGE}");
-                bail!("`plot` needs at least one benchmark output file");
-            }
-            plot::run(rest, |chart| println!("wrote {}", chart.display()))
         }
         "lanes" => {
             expect_no_args("lanes", rest)?;

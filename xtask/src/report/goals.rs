@@ -1,0 +1,392 @@
+//! The performance goals the report checks, each read from the results of
+//! the same run as a ratio against its floor.
+
+use super::results::{Results, time_cell};
+
+/// One goal and where it stands.
+#[derive(Debug)]
+pub(crate) struct Goal {
+    /// The area (`local`, `runtime`, `TCP`, `MPI`).
+    pub(crate) area: &'static str,
+    /// What is asked, in words.
+    pub(crate) goal: &'static str,
+    /// The figures it was judged on.
+    pub(crate) figure: String,
+    /// Met, not met, or not measured in this run (`None`).
+    pub(crate) met: Option<bool>,
+}
+
+impl Goal {
+    /// The status cell.
+    pub(crate) fn status(&self) -> &'static str {
+        match self.met {
+            Some(true) => "met",
+            Some(false) => "**not met**",
+            None => "not measured",
+        }
+    }
+}
+
+/// A figure and whether it passes, for goals judged on several.
+struct Check {
+    label: String,
+    value: f64,
+    pass: bool,
+}
+
+/// Builds a goal from checks; `None` values make it unmeasured.
+fn goal(
+    area: &'static str,
+    text: &'static str,
+    checks: impl IntoIterator<Item = Option<Check>>,
+    unit: &str,
+) -> Goal {
+    let checks: Option<Vec<Check>> = checks.into_iter().collect();
+    match checks {
+        Some(checks) if !checks.is_empty() => Goal {
+            area,
+            goal: text,
+            figure: checks
+                .iter()
+                .map(|c| format!("{} {:.2}{unit}", c.label, c.value))
+                .collect::<Vec<_>>()
+                .join(", "),
+            met: Some(checks.iter().all(|c| c.pass)),
+        },
+        _ => Goal {
+            area,
+            goal: text,
+            figure: "no result".into(),
+            met: None,
+        },
+    }
+}
+
+/// `numerator / denominator` of two criterion times, passing at or below
+/// `limit`.
+fn time_ratio(r: &Results, label: &str, num: &str, den: &str, limit: f64) -> Option<Check> {
+    let value = r.time(num)? / r.time(den)?;
+    Some(Check {
+        label: label.to_owned(),
+        value,
+        pass: value <= limit,
+    })
+}
+
+/// Actions per second of a criterion row timed per action, passing at or
+/// above `floor`; the value is reported in millions.
+fn rate_at_least(r: &Results, label: &str, id: &str, floor: f64) -> Option<Check> {
+    let rate = 1.0 / r.time(id)?;
+    Some(Check {
+        label: label.to_owned(),
+        value: rate / 1e6,
+        pass: rate >= floor,
+    })
+}
+
+/// A time from the MPI table's row `first` (its first value cell).
+fn mpi_time(r: &Results, first: &str) -> Option<f64> {
+    time_cell(r.row("mpi", first)?.first()?)
+}
+
+/// The MPI payload row of `size` (as the table prints it): (raw, dinah).
+pub(crate) fn mpi_payload(r: &Results, size: &str) -> Option<(f64, f64)> {
+    let cell = r
+        .row(
+            "mpi",
+            &format!("payload {size}: raw ping-pong / dinah echo"),
+        )?
+        .first()?;
+    let (raw, dinah) = cell.split_once(" / ")?;
+    Some((time_cell(raw)?, time_cell(dinah)?))
+}
+
+/// The MPI actions-per-second row of `kind` (`pooled`, `inline`).
+fn mpi_rate(r: &Results, kind: &str) -> Option<f64> {
+    let cell = r
+        .row("mpi", &format!("dinah no-op, 1024 in flight, {kind}"))?
+        .first()?;
+    cell.split_whitespace().next()?.parse().ok()
+}
+
+/// Every goal, judged on `r`.
+pub(crate) fn all(r: &Results) -> Vec<Goal> {
+    let mut goals = local(r);
+    goals.extend(runtime(r));
+    goals.extend(tcp(r));
+    goals.extend(mpi(r));
+    goals
+}
+
+fn local(r: &Results) -> Vec<Goal> {
+    let batch = |group: &str, w: u32| {
+        time_ratio(
+            r,
+            &format!("{group}, {w} workers"),
+            &format!("{group}/dinah-domain-batch/{w}"),
+            &format!("{group}/rayon-par-iter/{w}"),
+            1.0,
+        )
+    };
+    let cores: f64 = r.machine("cores").parse().unwrap_or(2.0);
+    let efficiency = |w: u32| {
+        let sequential = r.time("cpu-1m-x256/sequential")?;
+        let time = r.time(&format!("cpu-1m-x256/dinah-domain-batch/{w}"))?;
+        let value = sequential / (f64::from(w).min(cores) * time);
+        Some(Check {
+            label: format!("{w} workers"),
+            value,
+            pass: value >= 0.95,
+        })
+    };
+    vec![
+        goal(
+            "local",
+            "a domain batch of no-ops no slower than Rayon's `par_iter` (256 and 10,000 tasks)",
+            [
+                batch("noop-256", 2),
+                batch("noop-256", 4),
+                batch("noop-10000", 2),
+                batch("noop-10000", 4),
+            ],
+            "x",
+        ),
+        goal(
+            "local",
+            "`Scheduler::run_parallel` of 10,000 no-ops within 1.5x Rayon",
+            [2, 4].map(|w| {
+                time_ratio(
+                    r,
+                    &format!("{w} workers"),
+                    &format!("noop-10000/dinah-scheduler-run-parallel/{w}"),
+                    &format!("noop-10000/rayon-par-iter/{w}"),
+                    1.5,
+                )
+            }),
+            "x",
+        ),
+        goal(
+            "local",
+            "CPU efficiency of a domain batch (1M-step tasks) at least 0.95",
+            [efficiency(2), efficiency(4)],
+            "",
+        ),
+        goal(
+            "local",
+            "single-job submit-to-result latency no slower than Rayon, hot and idle",
+            ["latency-hot", "latency-idle"].map(|group| {
+                time_ratio(
+                    r,
+                    group,
+                    &format!("{group}/dinah-domain-submit-join"),
+                    &format!("{group}/rayon-spawn-oneshot"),
+                    1.0,
+                )
+            }),
+            "x",
+        ),
+    ]
+}
+
+fn runtime(r: &Results) -> Vec<Goal> {
+    let row = |kind: &str, floor: &str, n: u32| {
+        time_ratio(
+            r,
+            &format!("{kind}, {n} in flight"),
+            &format!(
+                "runtime_round_trip/dinah_noop{kind_id}_memory/{n}",
+                kind_id = if kind == "inline" { "_inline" } else { "" }
+            ),
+            &format!("runtime_round_trip/{floor}/{n}"),
+            2.0,
+        )
+    };
+    vec![goal(
+        "runtime",
+        "in memory, a no-op within 2x its floor (inline: the raw frames; pooled: the raw frames with the no-op on a Rayon pool)",
+        [
+            row("inline", "raw_frames_memory", 1),
+            row("inline", "raw_frames_memory", 256),
+            row("pooled", "raw_frames_rayon_memory", 1),
+            row("pooled", "raw_frames_rayon_memory", 256),
+        ],
+        "x",
+    )]
+}
+
+fn tcp(r: &Results) -> Vec<Goal> {
+    let third_of_transport = |label: &str, id: &str| {
+        let transport = 1.0 / r.time("tcp_throughput/transport_frames/1024")?;
+        let value = (1.0 / r.time(id)?) / transport;
+        Some(Check {
+            label: label.to_owned(),
+            value,
+            pass: value >= 1.0 / 3.0,
+        })
+    };
+    let half_of_raw = |label: &str, id: &str| {
+        let raw = 1.0 / r.time("tcp_throughput/raw_pipelined_64b/1024")?;
+        let value = (1.0 / r.time(id)?) / raw;
+        Some(Check {
+            label: label.to_owned(),
+            value,
+            pass: value >= 0.5,
+        })
+    };
+    let mib = 1u64 << 20;
+    let bandwidth = {
+        let floor = ["raw", "raw_spin"]
+            .iter()
+            .filter_map(|series| r.time(&format!("tcp_payload/{series}/{mib}")))
+            .fold(None, |best: Option<f64>, t| {
+                Some(best.map_or(t, |b| b.min(t)))
+            });
+        floor.and_then(|floor| {
+            let value = floor / r.time(&format!("tcp_payload/dinah/{mib}"))?;
+            Some(Check {
+                label: "1 MiB".into(),
+                value,
+                pass: value >= 0.9,
+            })
+        })
+    };
+    vec![
+        goal(
+            "TCP",
+            "inline no-op round trip within 1.3x the busy-polling raw ping-pong",
+            [time_ratio(
+                r,
+                "inline",
+                "tcp_round_trip/dinah_noop_inline/1",
+                "tcp_round_trip/raw_spin_ping_pong_8b",
+                1.3,
+            )],
+            "x",
+        ),
+        goal(
+            "TCP",
+            "at least 500,000 actions/s with 1,024 in flight (millions/s)",
+            [
+                rate_at_least(r, "inline", "tcp_throughput/dinah_noop_inline/1024", 5e5),
+                rate_at_least(r, "pooled", "tcp_throughput/dinah_noop/1024", 5e5),
+            ],
+            "",
+        ),
+        goal(
+            "TCP",
+            "with 1,024 in flight, at least a third of the transport-alone rate",
+            [
+                third_of_transport("inline", "tcp_throughput/dinah_noop_inline/1024"),
+                third_of_transport("pooled", "tcp_throughput/dinah_noop/1024"),
+            ],
+            "",
+        ),
+        goal(
+            "TCP",
+            "with 1,024 in flight, at least half the raw pipelined echo's rate",
+            [
+                half_of_raw("inline", "tcp_throughput/dinah_noop_inline/1024"),
+                half_of_raw("pooled", "tcp_throughput/dinah_noop/1024"),
+            ],
+            "",
+        ),
+        goal(
+            "TCP",
+            "a 1 MiB echo at 0.9x or more of the faster raw floor's bandwidth",
+            [bandwidth],
+            "x",
+        ),
+    ]
+}
+
+fn mpi(r: &Results) -> Vec<Goal> {
+    let raw = mpi_time(r, "raw mpi 8 B ping-pong (immediate + test)");
+    let round_trip = |kind: &str, limit: f64| {
+        let raw = raw?;
+        let value = mpi_time(r, &format!("dinah no-op round trip, 1 in flight, {kind}"))? / raw;
+        Some(Check {
+            label: kind.to_owned(),
+            value,
+            pass: value <= limit,
+        })
+    };
+    let rate = |kind: &str| {
+        let value = mpi_rate(r, kind)?;
+        Some(Check {
+            label: kind.to_owned(),
+            value: value / 1e6,
+            pass: value >= 1e6,
+        })
+    };
+    let mib = mpi_payload(r, "1 MiB").map(|(raw, dinah)| Check {
+        label: "1 MiB".into(),
+        value: dinah / raw,
+        pass: dinah / raw <= 1.25,
+    });
+    vec![
+        goal(
+            "MPI",
+            "inline no-op round trip within 2x the raw ping-pong",
+            [round_trip("inline", 2.0)],
+            "x",
+        ),
+        goal(
+            "MPI",
+            "pooled no-op round trip within 4x the raw ping-pong",
+            [round_trip("pooled", 4.0)],
+            "x",
+        ),
+        goal(
+            "MPI",
+            "at least 1,000,000 actions/s with 1,024 in flight (millions/s)",
+            [rate("inline"), rate("pooled")],
+            "",
+        ),
+        goal(
+            "MPI",
+            "a 1 MiB echo within 1.25x the raw ping-pong",
+            [mib],
+            "x",
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_goal_is_met_only_when_every_check_passes_and_unmeasured_without_data() {
+        let mut r = Results::default();
+        r.add(
+            "tcp",
+            "tcp_round_trip/raw_spin_ping_pong_8b time:   [7 µs 8 µs 9 µs]\n\
+             tcp_round_trip/dinah_noop_inline/1 time:   [13 µs 14 µs 15 µs]\n",
+        )
+        .unwrap();
+        let goals = tcp(&r);
+        assert_eq!(goals[0].met, Some(false));
+        assert!(goals[0].figure.contains("1.75x"), "{}", goals[0].figure);
+        assert_eq!(goals[1].met, None);
+        assert_eq!(goals[1].status(), "not measured");
+    }
+
+    #[test]
+    fn mpi_rows_are_read_from_the_table() {
+        let mut r = Results::default();
+        r.add(
+            "mpi",
+            "| measurement | value | goal / note |\n| --- | --- | --- |\n\
+             | raw mpi 8 B ping-pong (immediate + test) | 0.50 us | floor |\n\
+             | dinah no-op round trip, 1 in flight, inline | 0.90 us | x |\n\
+             | dinah no-op, 1024 in flight, inline | 2900000 actions/s | x |\n\
+             | payload 1 MiB: raw ping-pong / dinah echo | 100.00 us / 120.00 us | x |\n",
+        )
+        .unwrap();
+        let goals = mpi(&r);
+        assert_eq!(goals[0].met, Some(true));
+        assert_eq!(goals[1].met, None);
+        assert_eq!(goals[2].met, None, "pooled missing");
+        assert_eq!(goals[3].met, Some(true));
+    }
+}

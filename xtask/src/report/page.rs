@@ -1,0 +1,419 @@
+//! The text of `docs/benchmarks.md`, written fresh from one run's results.
+
+use std::fmt::Write as _;
+
+use super::goals::{self, Goal};
+use super::results::Results;
+
+/// Where the page links its run's raw outputs and the charts.
+pub(crate) struct Links<'a> {
+    /// The run's directory, relative to `docs/`.
+    pub(crate) outputs: &'a str,
+    /// The charts drawn, as file names under `docs/plots/`.
+    pub(crate) charts: &'a [String],
+}
+
+/// The whole page.
+pub(crate) fn render(r: &Results, links: &Links<'_>) -> String {
+    let mut page = String::new();
+    let goals = goals::all(r);
+    header(&mut page, r, links);
+    goal_table(&mut page, &goals);
+    core(&mut page, r);
+    seed(&mut page, r);
+    local(&mut page, r, links);
+    runtime(&mut page, r);
+    instructions(&mut page, r);
+    tcp(&mut page, r, links);
+    mpi(&mut page, r, links);
+    history(&mut page);
+    page
+}
+
+/// `seconds` with a unit that keeps three significant digits.
+pub(crate) fn fmt_time(seconds: f64) -> String {
+    let (value, unit) = match seconds {
+        s if s >= 1.0 => (s, "s"),
+        s if s >= 1e-3 => (s * 1e3, "ms"),
+        s if s >= 1e-6 => (s * 1e6, "µs"),
+        s if s >= 1e-9 => (s * 1e9, "ns"),
+        s => (s * 1e12, "ps"),
+    };
+    match value {
+        v if v >= 100.0 => format!("{v:.0} {unit}"),
+        v if v >= 10.0 => format!("{v:.1} {unit}"),
+        v => format!("{v:.2} {unit}"),
+    }
+}
+
+/// A per-action time as a rate.
+fn fmt_rate(seconds: f64) -> String {
+    let rate = 1.0 / seconds;
+    if rate >= 1e6 {
+        format!("{:.2} M/s", rate / 1e6)
+    } else {
+        format!("{:.0} k/s", rate / 1e3)
+    }
+}
+
+/// `id`'s time, or a dash.
+fn time_or_dash(r: &Results, id: &str) -> String {
+    r.time(id).map_or_else(|| "-".into(), fmt_time)
+}
+
+/// `id`'s time and its ratio to `floor`'s, or a dash.
+fn vs(r: &Results, id: &str, floor: &str) -> String {
+    match (r.time(id), r.time(floor)) {
+        (Some(t), Some(f)) => format!("{} ({:.2}x)", fmt_time(t), t / f),
+        (Some(t), None) => fmt_time(t),
+        _ => "-".into(),
+    }
+}
+
+fn header(page: &mut String, r: &Results, links: &Links<'_>) {
+    let _ = write!(
+        page,
+        "# Benchmarks\n\n\
+         Written by `cargo xtask bench --report` from one run of every benchmark \
+         in `benches/`, in one sitting; do not edit it by hand. Every ratio is \
+         taken against a floor measured in the same run. The raw outputs are in \
+         [`{outputs}`]({outputs}); `cargo xtask bench --report --from <that \
+         directory>` writes this page again from them.\n\n\
+         | | |\n| --- | --- |\n\
+         | commit | {commit} |\n| date | {date} |\n| CPU | {cpu} |\n\
+         | cores | {cores} |\n| memory | {memory} |\n| kernel | {kernel} |\n\
+         | rustc | {rustc} |\n| MPI | {mpi} |\n\n",
+        outputs = links.outputs,
+        commit = r.machine("commit"),
+        date = r.machine("date"),
+        cpu = r.machine("cpu"),
+        cores = r.machine("cores"),
+        memory = r.machine("memory"),
+        kernel = r.machine("kernel"),
+        rustc = r.machine("rustc"),
+        mpi = r.machine("mpi"),
+    );
+    page.push_str(
+        "Method: criterion's middle estimate for the criterion benchmarks; the \
+         median of several batches for `benches/mpi.rs` (two ranks under \
+         `mpirun`); callgrind's exact counts for `benches/instructions.rs`. \
+         Two-rank benchmarks share the machine's cores between both ranks.\n\n",
+    );
+}
+
+fn goal_table(page: &mut String, goals: &[Goal]) {
+    page.push_str("## Where the goals stand\n\n| area | goal | this run | status |\n| --- | --- | --- | --- |\n");
+    for goal in goals {
+        let _ = writeln!(
+            page,
+            "| {} | {} | {} | {} |",
+            goal.area,
+            goal.goal,
+            goal.figure,
+            goal.status()
+        );
+    }
+    page.push('\n');
+}
+
+/// A table of every criterion result whose id starts with one of
+/// `prefixes`.
+fn id_table(page: &mut String, r: &Results, prefixes: &[&str]) {
+    page.push_str("| benchmark | time |\n| --- | --- |\n");
+    for (id, &t) in &r.times {
+        if prefixes.iter().any(|p| id.starts_with(p)) {
+            let _ = writeln!(page, "| `{id}` | {} |", fmt_time(t));
+        }
+    }
+    page.push('\n');
+}
+
+fn core(page: &mut String, r: &Results) {
+    page.push_str(
+        "## Core: wire codec and tables (`core_wire`, `core_tables`)\n\n\
+         One operation each, on the owner thread.\n\n",
+    );
+    id_table(page, r, &["wire/", "pending/", "dedup/"]);
+}
+
+fn seed(page: &mut String, r: &Results) {
+    page.push_str(
+        "## The v0.1 harness's cases (`seed`)\n\n\
+         The cases the seed design's benchmark harness reported, each with a \
+         row: a direct `Executor` call, an immediate `Scheduler` submission, \
+         a sequential drain, and a parallel drain of no-op tasks. The \
+         1,000,000-iteration CPU case is the `cpu-1m-x256` row of the next \
+         section.\n\n",
+    );
+    id_table(page, r, &["seed/"]);
+}
+
+fn local(page: &mut String, r: &Results, links: &Links<'_>) {
+    page.push_str(
+        "## Local execution (`local`)\n\n\
+         The same task sets on dedicated pools; ratios to Rayon's `par_iter` \
+         with as many workers.\n\n\
+         | workload | workers | sequential | Rayon | dinah domain | dinah run_parallel | v0.1 barrier |\n\
+         | --- | --- | --- | --- | --- | --- | --- |\n",
+    );
+    for group in ["noop-256", "noop-10000", "cpu-100k-x256", "cpu-1m-x256"] {
+        for workers in [2, 4] {
+            let rayon = format!("{group}/rayon-par-iter/{workers}");
+            let sequential = if workers == 2 {
+                time_or_dash(r, &format!("{group}/sequential"))
+            } else {
+                String::new()
+            };
+            let _ = writeln!(
+                page,
+                "| {group} | {workers} | {sequential} | {} | {} | {} | {} |",
+                time_or_dash(r, &rayon),
+                vs(r, &format!("{group}/dinah-domain-batch/{workers}"), &rayon),
+                vs(
+                    r,
+                    &format!("{group}/dinah-scheduler-run-parallel/{workers}"),
+                    &rayon
+                ),
+                vs(r, &format!("{group}/v01-batch-barrier/{workers}"), &rayon),
+            );
+        }
+    }
+    page.push_str(
+        "\n| single no-op job, submit to result | dinah domain | Rayon `spawn` + channel |\n| --- | --- | --- |\n",
+    );
+    for (group, what) in [
+        ("latency-hot", "workers hot"),
+        ("latency-idle", "after 1 ms idle"),
+    ] {
+        let rayon = format!("{group}/rayon-spawn-oneshot");
+        let _ = writeln!(
+            page,
+            "| {what} | {} | {} |",
+            vs(r, &format!("{group}/dinah-domain-submit-join"), &rayon),
+            time_or_dash(r, &rayon),
+        );
+    }
+    page.push('\n');
+    chart_link(page, links, "local.svg", "Local no-op batches");
+}
+
+fn runtime(page: &mut String, r: &Results) {
+    page.push_str(
+        "## The runtime in memory (`runtime`)\n\n\
+         A no-op action between two ranks of one process over the in-memory \
+         transport, against the same request and response frames pushed \
+         through the same transport by hand (the floor), and against those \
+         frames with the no-op run on a Rayon pool (a pooled handler's floor). \
+         With 256 in flight the times are per action.\n\n\
+         | in flight | raw frames | raw frames + Rayon hop | dinah inline | dinah pooled | allocations per action (inline / pooled) |\n\
+         | --- | --- | --- | --- | --- | --- |\n",
+    );
+    for n in [1, 256] {
+        let id = |name: &str| format!("runtime_round_trip/{name}/{n}");
+        let allocations = |name: &str| {
+            r.allocations
+                .get(&id(name))
+                .map_or_else(|| "-".into(), |a| format!("{a:.1}"))
+        };
+        let _ = writeln!(
+            page,
+            "| {n} | {} | {} | {} | {} | {} / {} |",
+            time_or_dash(r, &id("raw_frames_memory")),
+            time_or_dash(r, &id("raw_frames_rayon_memory")),
+            vs(r, &id("dinah_noop_inline_memory"), &id("raw_frames_memory")),
+            vs(r, &id("dinah_noop_memory"), &id("raw_frames_rayon_memory")),
+            allocations("dinah_noop_inline_memory"),
+            allocations("dinah_noop_memory"),
+        );
+    }
+    page.push('\n');
+}
+
+/// Copies `bench`'s own table, if it printed one.
+fn copied_table(page: &mut String, r: &Results, bench: &str) {
+    let Some(header) = r.headers.get(bench) else {
+        page.push_str("Not measured in this run.\n\n");
+        return;
+    };
+    let _ = writeln!(page, "| {} |", header.join(" | "));
+    let _ = writeln!(page, "|{}", " --- |".repeat(header.len()));
+    for (first, rest) in r.rows_of(bench) {
+        let _ = writeln!(page, "| {first} | {} |", rest.join(" | "));
+    }
+    page.push('\n');
+}
+
+fn instructions(page: &mut String, r: &Results) {
+    page.push_str(
+        "## The runtime's own cost in instructions (`instructions`)\n\n\
+         Instructions per action, both ranks, counted by callgrind over the \
+         in-memory transport driven by one thread (inline handlers only), \
+         against the raw frames through the same transport.\n\n",
+    );
+    copied_table(page, r, "instructions");
+}
+
+fn tcp(page: &mut String, r: &Results, links: &Links<'_>) {
+    let id = |s: &str| format!("tcp_round_trip/{s}");
+    let floor = id("raw_spin_ping_pong_8b");
+    let _ = write!(
+        page,
+        "## TCP (`tcp`)\n\n\
+         Two ranks over loopback as two threads of one process. The floor for a \
+         round trip is a ping-pong over non-blocking sockets that both sides \
+         poll without sleeping, as dinah's owner thread does while it waits; \
+         the blocking ping-pong is context.\n\n\
+         | round trip, 1 in flight | time (ratio to the polling floor) |\n| --- | --- |\n\
+         | raw ping-pong, polling (floor) | {} |\n\
+         | raw ping-pong, blocking | {} |\n\
+         | transport alone, no runtime | {} |\n\
+         | dinah no-op, inline | {} |\n\
+         | dinah no-op, pooled | {} |\n\n",
+        time_or_dash(r, &floor),
+        vs(r, &id("raw_ping_pong_8b"), &floor),
+        vs(r, &id("transport_frames"), &floor),
+        vs(r, &id("dinah_noop_inline/1"), &floor),
+        vs(r, &id("dinah_noop/1"), &floor),
+    );
+    let rate = |s: &str| {
+        r.time(&format!("tcp_throughput/{s}"))
+            .map_or_else(|| "-".into(), fmt_rate)
+    };
+    let _ = write!(
+        page,
+        "| 1,024 in flight | rate |\n| --- | --- |\n\
+         | raw pipelined 64-byte echo | {} |\n| transport alone | {} |\n\
+         | dinah no-op, inline | {} |\n| dinah no-op, pooled | {} |\n\n",
+        rate("raw_pipelined_64b/1024"),
+        rate("transport_frames/1024"),
+        rate("dinah_noop_inline/1024"),
+        rate("dinah_noop/1024"),
+    );
+    page.push_str(
+        "| payload, one echo in flight | raw, blocking | raw, polling | transport alone | dinah | dinah / faster raw |\n\
+         | --- | --- | --- | --- | --- | --- |\n",
+    );
+    let mut sizes: Vec<u64> = r
+        .times
+        .keys()
+        .filter_map(|id| id.strip_prefix("tcp_payload/dinah/")?.parse().ok())
+        .collect();
+    sizes.sort_unstable();
+    for size in sizes {
+        let t = |series: &str| r.time(&format!("tcp_payload/{series}/{size}"));
+        let floor = [t("raw"), t("raw_spin")]
+            .into_iter()
+            .flatten()
+            .reduce(f64::min);
+        let ratio = match (t("dinah"), floor) {
+            (Some(d), Some(f)) => format!("{:.2}x", d / f),
+            _ => "-".into(),
+        };
+        let cell = |series: &str| t(series).map_or_else(|| "-".into(), fmt_time);
+        let _ = writeln!(
+            page,
+            "| {} | {} | {} | {} | {} | {ratio} |",
+            fmt_bytes(size),
+            cell("raw"),
+            cell("raw_spin"),
+            cell("transport"),
+            cell("dinah"),
+        );
+    }
+    page.push('\n');
+    chart_link(
+        page,
+        links,
+        "tcp-payload.svg",
+        "TCP echo bandwidth by payload",
+    );
+    chart_link(
+        page,
+        links,
+        "in-flight.svg",
+        "Actions per second by calls in flight",
+    );
+}
+
+fn mpi(page: &mut String, r: &Results, links: &Links<'_>) {
+    page.push_str(
+        "## MPI (`mpi`)\n\n\
+         Two ranks under `mpirun -n 2`, as the benchmark prints its table \
+         (the raw rows use the `mpi` crate directly).\n\n",
+    );
+    copied_table(page, r, "mpi");
+    chart_link(
+        page,
+        links,
+        "mpi-payload.svg",
+        "MPI echo bandwidth by payload",
+    );
+}
+
+fn history(page: &mut String) {
+    page.push_str(
+        "## History\n\n\
+         Earlier sittings, the optimisations that got here and the \
+         alternated comparisons of commits are kept with their dates and \
+         commits in [`artifacts/benchmarks/`](../artifacts/benchmarks/): \
+         [the runtime's optimisations](../artifacts/benchmarks/history-runtime-optimisations.md) \
+         and [every section of this page before it was generated](../artifacts/benchmarks/history-benchmarks-to-2026-12-04.md).\n",
+    );
+}
+
+/// An image line for `file` if it was drawn.
+fn chart_link(page: &mut String, links: &Links<'_>, file: &str, alt: &str) {
+    if links.charts.iter().any(|c| c == file) {
+        let _ = writeln!(page, "![{alt}](plots/{file})\n");
+    }
+}
+
+/// A byte count as the benchmarks label payloads.
+fn fmt_bytes(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 20 => format!("{} MiB", b >> 20),
+        b if b >= 1 << 10 => format!("{} KiB", b >> 10),
+        b => format!("{b} B"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_keep_three_digits() {
+        assert_eq!(fmt_time(7.9464e-6), "7.95 µs");
+        assert_eq!(fmt_time(0.534), "534 ms");
+        assert_eq!(fmt_time(786e-12), "786 ps");
+        assert_eq!(fmt_time(14.1e-6), "14.1 µs");
+    }
+
+    #[test]
+    fn a_page_from_a_few_results_has_every_section_and_no_panics() {
+        let mut r = Results::default();
+        r.add(
+            "tcp",
+            "tcp_round_trip/raw_spin_ping_pong_8b time:   [7 µs 8 µs 9 µs]\n\
+             tcp_payload/dinah/1048576 time:   [1 ms 2 ms 3 ms]\n\
+             tcp_payload/raw/1048576 time:   [1 ms 1 ms 1 ms]\n",
+        )
+        .unwrap();
+        let page = render(
+            &r,
+            &Links {
+                outputs: "../artifacts/benchmarks/x",
+                charts: &["tcp-payload.svg".into()],
+            },
+        );
+        for section in ["## Where the goals stand", "## TCP", "## MPI", "## History"] {
+            assert!(page.contains(section), "{section}");
+        }
+        assert!(
+            page.contains("| 1 MiB | 1.00 ms | - | - | 2.00 ms | 2.00x |"),
+            "{page}"
+        );
+        assert!(page.contains("plots/tcp-payload.svg"));
+        assert!(!page.contains("plots/mpi-payload.svg"));
+    }
+}
