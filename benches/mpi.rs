@@ -20,8 +20,9 @@
 //! `pipelined-pooled`, `pipelined-inline`, `sweep`; so `round-trip`
 //! selects both round trips). Each figure is the
 //! median of several batches. The goals (not assertions): a dinah round
-//! trip within 2x the raw ping-pong, and at least 1,000,000 actions/s with
-//! 1,024 in flight.
+//! trip within 2x the raw ping-pong with the handler inline and 4x with it
+//! on a worker, at least 1,000,000 actions/s with 1,024 in flight, and a
+//! 1 MiB echo within 1.25x the raw ping-pong.
 #![expect(clippy::print_stdout, reason = "a benchmark reports its measurements")]
 
 use std::collections::VecDeque;
@@ -233,11 +234,14 @@ fn main() -> Result<(), BoxError> {
                     start.elapsed() / plan.round_trips as u32
                 });
                 let ratio = one.as_secs_f64() / raw_8.as_secs_f64();
-                let met = if ratio <= 2.0 { "met" } else { "not met" };
+                // A pooled handler's round trip adds two hand-offs between
+                // threads on the serving rank.
+                let limit = if inline { 2.0 } else { 4.0 };
+                let met = if ratio <= limit { "met" } else { "not met" };
                 table.row(
                     &format!("dinah no-op round trip, 1 in flight, {kind}"),
                     fmt_us(one),
-                    format!("<= 2x raw: {ratio:.1}x, {met}"),
+                    format!("<= {limit}x raw: {ratio:.1}x, {met}"),
                 );
             }
             if wanted(&format!("pipelined-{kind}")) {

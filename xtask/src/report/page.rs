@@ -120,10 +120,8 @@ fn goal_table(page: &mut String, goals: &[Goal]) {
 /// `prefixes`.
 fn id_table(page: &mut String, r: &Results, prefixes: &[&str]) {
     page.push_str("| benchmark | time |\n| --- | --- |\n");
-    for (id, &t) in &r.times {
-        if prefixes.iter().any(|p| id.starts_with(p)) {
-            let _ = writeln!(page, "| `{id}` | {} |", fmt_time(t));
-        }
+    for (id, t) in r.times_under(prefixes) {
+        let _ = writeln!(page, "| `{id}` | {} |", fmt_time(t));
     }
     page.push('\n');
 }
@@ -237,8 +235,8 @@ fn copied_table(page: &mut String, r: &Results, bench: &str) {
     };
     let _ = writeln!(page, "| {} |", header.join(" | "));
     let _ = writeln!(page, "|{}", " --- |".repeat(header.len()));
-    for (first, rest) in r.rows_of(bench) {
-        let _ = writeln!(page, "| {first} | {} |", rest.join(" | "));
+    for row in r.rows_of(bench) {
+        let _ = writeln!(page, "| {} |", row.join(" | "));
     }
     page.push('\n');
 }

@@ -27,9 +27,11 @@ pub(crate) struct Results {
     /// criterion results: benchmark id (`group/function[/parameter]`) to
     /// the middle of its three time estimates, in seconds.
     pub(crate) times: BTreeMap<String, f64>,
-    /// Table rows of the harness-less benchmarks: the benchmark's name and
-    /// the row's first cell to the row's other cells.
-    pub(crate) rows: BTreeMap<(String, String), Vec<String>>,
+    /// The criterion ids in the order the benchmarks printed them.
+    pub(crate) order: Vec<String>,
+    /// Table rows of the harness-less benchmarks, by benchmark, in the
+    /// order printed: each row's cells.
+    pub(crate) rows: BTreeMap<String, Vec<Vec<String>>>,
     /// Each table's header cells, by benchmark.
     pub(crate) headers: BTreeMap<String, Vec<String>>,
     /// Other lines worth quoting, by benchmark: `runtime`'s allocation
@@ -74,7 +76,9 @@ impl Results {
     /// Adds the output `text` of benchmark `bench`.
     pub(crate) fn add(&mut self, bench: &str, text: &str) -> Result<()> {
         for (id, seconds) in criterion_times(text)? {
-            self.times.insert(id, seconds);
+            if self.times.insert(id.clone(), seconds).is_none() {
+                self.order.push(id);
+            }
         }
         let mut header_seen = false;
         for line in text.lines() {
@@ -87,9 +91,7 @@ impl Results {
                     self.headers.insert(bench.to_owned(), cells);
                     continue;
                 }
-                let (first, rest) = cells.split_first().expect("a row has cells");
-                self.rows
-                    .insert((bench.to_owned(), first.clone()), rest.to_vec());
+                self.rows.entry(bench.to_owned()).or_default().push(cells);
             } else if let Some((id, rest)) = line.split_once(": ") {
                 if let Some(count) = rest.strip_suffix(" allocations per action (both ranks)") {
                     if let Ok(count) = count.parse() {
@@ -106,22 +108,33 @@ impl Results {
         self.times.get(id).copied()
     }
 
-    /// The cells after the first of `bench`'s table row `first`.
+    /// The cells after the first of `bench`'s first table row whose first
+    /// cell is `first`.
     pub(crate) fn row(&self, bench: &str, first: &str) -> Option<&[String]> {
+        self.rows_of(bench)
+            .find(|row| row.first().is_some_and(|cell| cell == first))
+            .map(|row| &row[1..])
+    }
+
+    /// `bench`'s table rows in the order printed, every cell.
+    pub(crate) fn rows_of<'a>(&'a self, bench: &str) -> impl Iterator<Item = &'a [String]> + 'a {
         self.rows
-            .get(&(bench.to_owned(), first.to_owned()))
+            .get(bench)
+            .into_iter()
+            .flatten()
             .map(Vec::as_slice)
     }
 
-    /// `bench`'s rows in the order of their first cells.
-    pub(crate) fn rows_of<'a>(
+    /// The criterion results whose id starts with one of `prefixes`, in
+    /// the order printed.
+    pub(crate) fn times_under<'a>(
         &'a self,
-        bench: &'a str,
-    ) -> impl Iterator<Item = (&'a str, &'a [String])> + 'a {
-        self.rows
+        prefixes: &'a [&'a str],
+    ) -> impl Iterator<Item = (&'a str, f64)> + 'a {
+        self.order
             .iter()
-            .filter(move |((b, _), _)| b == bench)
-            .map(|((_, first), rest)| (first.as_str(), rest.as_slice()))
+            .filter(move |id| prefixes.iter().any(|p| id.starts_with(p)))
+            .map(|id| (id.as_str(), self.times[id]))
     }
 
     /// The value of `key` in `machine.txt`, or `"?"`.
@@ -258,6 +271,8 @@ seed/executor-noop      time:   [785.1 ps 786.0 ps 790.2 ps]
 | measurement | value | goal / note |
 | --- | --- | --- |
 | raw mpi 8 B ping-pong (immediate + test) | 0.58 us | floor |
+| twice | 1 | first |
+| twice | 2 | second |
 runtime_round_trip/dinah_noop_memory/1: 6.0 allocations per action (both ranks)
 ";
         results.add("mpi", text).unwrap();
@@ -267,6 +282,9 @@ runtime_round_trip/dinah_noop_memory/1: 6.0 allocations per action (both ranks)
         assert_eq!(row[0], "0.58 us");
         assert_eq!(time_cell(&row[0]), Some(0.58e-6));
         assert_eq!(results.headers["mpi"][1], "value");
+        // Rows keep their order, and a repeated first cell finds the first.
+        assert_eq!(results.row("mpi", "twice").unwrap()[1], "first");
+        assert_eq!(results.rows_of("mpi").count(), 3);
         assert_eq!(
             results.allocations["runtime_round_trip/dinah_noop_memory/1"],
             6.0
