@@ -26,11 +26,12 @@ const LANE: &str = "bench";
 
 /// The benchmarks a report runs, in this order: the quick single-thread
 /// ones first, the two-rank transports last.
-const BENCHES: [&str; 8] = [
+const BENCHES: [&str; 9] = [
     "core_wire",
     "core_tables",
     "seed",
     "local",
+    "alternate",
     "runtime",
     "instructions",
     "tcp",

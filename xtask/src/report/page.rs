@@ -192,6 +192,14 @@ fn local(page: &mut String, r: &Results, links: &Links<'_>) {
         );
     }
     page.push('\n');
+    page.push_str(
+        "The same cases in a fresh process per case and variant, Rayon and \
+         dinah alternating for several rounds (`alternate`: the median of the \
+         children's medians; on a small VM where the scheduler places a pool's \
+         threads decides a whole criterion run, and this settles it):\n\n",
+    );
+    // The children's own medians stay in the saved output.
+    copied_table(page, r, "alternate", 4);
     chart_link(page, links, "local.svg", "Local no-op batches");
 }
 
@@ -227,16 +235,18 @@ fn runtime(page: &mut String, r: &Results) {
     page.push('\n');
 }
 
-/// Copies `bench`'s own table, if it printed one.
-fn copied_table(page: &mut String, r: &Results, bench: &str) {
+/// Copies `bench`'s own table, if it printed one: its first `columns`
+/// columns (all of them for `usize::MAX`).
+fn copied_table(page: &mut String, r: &Results, bench: &str, columns: usize) {
     let Some(header) = r.headers.get(bench) else {
         page.push_str("Not measured in this run.\n\n");
         return;
     };
-    let _ = writeln!(page, "| {} |", header.join(" | "));
-    let _ = writeln!(page, "|{}", " --- |".repeat(header.len()));
+    let cut = |cells: &[String]| cells[..columns.min(cells.len())].join(" | ");
+    let _ = writeln!(page, "| {} |", cut(header));
+    let _ = writeln!(page, "|{}", " --- |".repeat(columns.min(header.len())));
     for row in r.rows_of(bench) {
-        let _ = writeln!(page, "| {} |", row.join(" | "));
+        let _ = writeln!(page, "| {} |", cut(row));
     }
     page.push('\n');
 }
@@ -248,7 +258,7 @@ fn instructions(page: &mut String, r: &Results) {
          in-memory transport driven by one thread (inline handlers only), \
          against the raw frames through the same transport.\n\n",
     );
-    copied_table(page, r, "instructions");
+    copied_table(page, r, "instructions", usize::MAX);
 }
 
 fn tcp(page: &mut String, r: &Results, links: &Links<'_>) {
@@ -339,7 +349,7 @@ fn mpi(page: &mut String, r: &Results, links: &Links<'_>) {
          Two ranks under `mpirun -n 2`, as the benchmark prints its table \
          (the raw rows use the `mpi` crate directly).\n\n",
     );
-    copied_table(page, r, "mpi");
+    copied_table(page, r, "mpi", usize::MAX);
     chart_link(
         page,
         links,
@@ -412,6 +422,9 @@ mod tests {
             "{page}"
         );
         assert!(page.contains("plots/tcp-payload.svg"));
+        // A benchmark that printed nothing says so.
+        assert!(page.contains("`alternate`"));
+        assert!(page.contains("Not measured in this run."));
         assert!(!page.contains("plots/mpi-payload.svg"));
     }
 }
