@@ -49,6 +49,7 @@ mod job;
 mod job_outcome;
 mod owner;
 mod registry;
+mod running;
 mod serve;
 mod stats;
 mod thread;

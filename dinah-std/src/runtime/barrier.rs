@@ -16,7 +16,6 @@
 //! per epoch parity.
 
 use std::future::poll_fn;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -27,6 +26,7 @@ use super::caller::SpawnOptions;
 use super::client::RuntimeClient;
 use super::error::RuntimeError;
 use super::hub::Hub;
+use super::running::{self, RunningDeadline};
 use crate::action::{
     Action, ActionError, CodecError, SegmentReader, SegmentWriter, WireValue, action_id, schema_id,
 };
@@ -75,7 +75,7 @@ pub(crate) struct Barriers {
     state: Mutex<State>,
     /// The running barrier's deadline in nanoseconds, or 0: read by the
     /// owner on every round without the lock.
-    deadline: AtomicU64,
+    deadline: RunningDeadline,
 }
 
 #[derive(Default)]
@@ -110,9 +110,7 @@ impl Barriers {
             return Err(ActionError::new("barrier arrival heard twice"));
         }
         *bits |= bit;
-        if let Some(waiter) = state.waiter.take() {
-            waiter.wake();
-        }
+        running::wake(&mut state.waiter);
         Ok(())
     }
 
@@ -123,8 +121,7 @@ impl Barriers {
             return Err(RuntimeError::BarrierInProgress);
         }
         state.running = true;
-        self.deadline
-            .store(deadline.as_nanos().max(1), Ordering::Relaxed);
+        self.deadline.set(deadline);
         Ok(state.left)
     }
 
@@ -136,7 +133,7 @@ impl Barriers {
         state.left = epoch + 1;
         state.running = false;
         state.waiter = None;
-        self.deadline.store(0, Ordering::Relaxed);
+        self.deadline.clear();
     }
 
     /// Takes the arrival of `(epoch, round)` if it was heard; otherwise
@@ -149,35 +146,27 @@ impl Barriers {
             *bits &= !bit;
             return Poll::Ready(());
         }
-        match &state.waiter {
-            Some(waiter) if waiter.will_wake(cx.waker()) => {}
-            _ => state.waiter = Some(cx.waker().clone()),
-        }
+        running::remember(&mut state.waiter, cx);
         Poll::Pending
     }
 
     /// The running barrier's deadline, if any.
     pub(crate) fn deadline(&self) -> Option<Instant> {
-        match self.deadline.load(Ordering::Relaxed) {
-            0 => None,
-            nanos => Some(Instant::from_nanos(nanos)),
-        }
+        self.deadline.get()
     }
 
     /// Wakes the running barrier if its deadline passed by `now` (the
     /// owner, every round), so it fails even under an executor that polls
     /// only when woken.
     pub(crate) fn expire(&self, now: Instant) {
-        if self.deadline().is_some_and(|deadline| now >= deadline) {
+        if self.deadline.passed(now) {
             self.wake();
         }
     }
 
     /// Wakes the running barrier so it looks again (a peer went down).
     pub(crate) fn wake(&self) {
-        if let Some(waiter) = self.lock().waiter.take() {
-            waiter.wake();
-        }
+        running::wake(&mut self.lock().waiter);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {

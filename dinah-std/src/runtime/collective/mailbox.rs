@@ -2,7 +2,6 @@
 //! carries one round's value, and the bounded store that keeps deliveries
 //! by epoch and round until their receiver gets there.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::task::{Context, Poll, Waker};
 
@@ -10,6 +9,7 @@ use dinah_core::Instant;
 
 use super::super::error::RuntimeError;
 use super::super::hub::Hub;
+use super::super::running::{self, RunningDeadline};
 use crate::action::{
     Action, ActionError, CodecError, SegmentReader, SegmentWriter, WireValue, action_id, schema_id,
 };
@@ -76,7 +76,7 @@ pub(crate) struct Collectives {
     state: Mutex<State>,
     /// The running collective's deadline in nanoseconds, or 0: read by the
     /// owner on every round without the lock.
-    deadline: AtomicU64,
+    deadline: RunningDeadline,
 }
 
 #[derive(Default)]
@@ -116,9 +116,7 @@ impl Collectives {
         }
         state.bytes += bytes;
         state.mailbox.push(delivery);
-        if let Some(waiter) = state.waiter.take() {
-            waiter.wake();
-        }
+        running::wake(&mut state.waiter);
         Ok(())
     }
 
@@ -129,8 +127,7 @@ impl Collectives {
             return Err(RuntimeError::CollectiveInProgress);
         }
         state.running = true;
-        self.deadline
-            .store(deadline.as_nanos().max(1), Ordering::Relaxed);
+        self.deadline.set(deadline);
         Ok(state.left)
     }
 
@@ -149,7 +146,7 @@ impl Collectives {
             }
             !stale
         });
-        self.deadline.store(0, Ordering::Relaxed);
+        self.deadline.clear();
     }
 
     /// Takes the delivery of `(epoch, round)` if it arrived; otherwise
@@ -165,34 +162,26 @@ impl Collectives {
             state.bytes -= delivery.value.len() as u64;
             return Poll::Ready(delivery);
         }
-        match &state.waiter {
-            Some(waiter) if waiter.will_wake(cx.waker()) => {}
-            _ => state.waiter = Some(cx.waker().clone()),
-        }
+        running::remember(&mut state.waiter, cx);
         Poll::Pending
     }
 
     /// The running collective's deadline, if any.
     pub(crate) fn deadline(&self) -> Option<Instant> {
-        match self.deadline.load(Ordering::Relaxed) {
-            0 => None,
-            nanos => Some(Instant::from_nanos(nanos)),
-        }
+        self.deadline.get()
     }
 
     /// Wakes the running collective if its deadline passed by `now` (the
     /// owner, every round).
     pub(crate) fn expire(&self, now: Instant) {
-        if self.deadline().is_some_and(|deadline| now >= deadline) {
+        if self.deadline.passed(now) {
             self.wake();
         }
     }
 
     /// Wakes the running collective so it looks again (a peer went down).
     pub(crate) fn wake(&self) {
-        if let Some(waiter) = self.lock().waiter.take() {
-            waiter.wake();
-        }
+        running::wake(&mut self.lock().waiter);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
