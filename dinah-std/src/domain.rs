@@ -15,6 +15,7 @@ mod handle;
 mod helpers;
 mod instrument;
 mod job;
+mod panic_text;
 mod shutdown;
 mod spare_jobs;
 mod wait;
@@ -37,6 +38,7 @@ pub(crate) use handle::{CancelTarget, JobCore};
 pub(crate) use job::CompletionSink;
 use job::{CompletionJob, HandleJob};
 pub(crate) use job::{QueuedJob, Work, execute, run_detached};
+pub(crate) use panic_text::install as install_panic_hook;
 use shutdown::Roster;
 pub(crate) use spare_jobs::SpareJobs;
 use wait::{AdaptiveSpin, Pace};
@@ -284,6 +286,8 @@ impl Domain {
         config: DomainConfig,
         instrumentation: Option<Arc<Instrumentation>>,
     ) -> Result<Self, DomainStartError> {
+        // Before any job can panic, so each panic's text is recorded.
+        panic_text::install();
         let capacity = config
             .capacity()
             .ok_or(DomainStartError::CapacityOverflow)?;

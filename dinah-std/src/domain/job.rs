@@ -17,6 +17,7 @@ use super::DomainShared;
 use super::completion::{Completion, CompletionQueue};
 use super::drain_context::Context;
 use super::handle::{CancelTarget, JobCore, JobSlot};
+use super::panic_text;
 
 /// What a running job can ask about itself: its identity and whether it
 /// should stop.
@@ -175,23 +176,19 @@ impl<W> Work<W> {
     }
 }
 
-/// The message kept from a panic payload: the `&str` or `String` that
-/// `panic!` produced, or a fixed note for other payloads.
-pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> &str {
-    if let Some(message) = payload.downcast_ref::<&'static str>() {
-        message
-    } else if let Some(message) = payload.downcast_ref::<String>() {
-        message
-    } else {
-        "the panic payload is not a string"
-    }
-}
-
-/// A failure from a caught panic payload.
+/// A failure from a caught panic: its text is what the panic hook recorded
+/// on this thread (see [`panic_text`](super::panic_text)); the payload
+/// itself is only dropped.
 pub(crate) fn panicked<E>(payload: Box<dyn Any + Send>) -> TaskFailure<E> {
-    let failure = TaskFailure::panicked(panic_message(&*payload));
+    let text = panic_text::take();
+    let failure = TaskFailure::panicked(
+        text.as_ref()
+            .map_or(panic_text::NOT_KEPT, panic_text::PanicText::as_str),
+    );
     // A payload whose destructor panics must not take the worker down.
     let _ = panic::catch_unwind(AssertUnwindSafe(move || drop(payload)));
+    // That second panic's text, if any, is not this failure's.
+    let _ = panic_text::take();
     failure
 }
 
@@ -363,14 +360,24 @@ where
 mod tests {
     use super::*;
 
+    fn failure_of(job: impl FnOnce() -> Result<(), ()>) -> TaskFailure<()> {
+        super::super::panic_text::install();
+        match run_detached(DomainId::MIN, |_| job()) {
+            TaskOutcome::Failed(failure) => failure,
+            TaskOutcome::Completed(()) => panic!("the job panics"),
+        }
+    }
+
     #[test]
-    fn panic_messages_from_str_string_and_other_payloads() {
-        let text: Box<dyn Any + Send> = Box::new("static text");
-        assert_eq!(panic_message(&*text), "static text");
-        let owned: Box<dyn Any + Send> = Box::new(String::from("formatted 7"));
-        assert_eq!(panic_message(&*owned), "formatted 7");
-        let other: Box<dyn Any + Send> = Box::new(42_u32);
-        assert_eq!(panic_message(&*other), "the panic payload is not a string");
+    fn a_panic_fails_the_job_with_its_text() {
+        let failure = failure_of(|| panic!("static text"));
+        assert_eq!(failure.kind(), TaskFailureKind::Panicked);
+        assert_eq!(failure.panic_message(), Some("static text"));
+        let n = 7;
+        let failure = failure_of(|| panic!("formatted {n}"));
+        assert_eq!(failure.panic_message(), Some("formatted 7"));
+        let failure = failure_of(|| panic::panic_any(42_u32));
+        assert_eq!(failure.panic_message(), Some(panic_text::NOT_A_STRING));
     }
 
     #[test]
@@ -381,11 +388,18 @@ mod tests {
                 panic!("payload destructor");
             }
         }
-        let failure: TaskFailure<()> = panicked(Box::new(Bomb));
-        assert_eq!(
-            failure.panic_message(),
-            Some("the panic payload is not a string")
-        );
+        let failure = failure_of(|| panic::panic_any(Bomb));
+        assert_eq!(failure.panic_message(), Some(panic_text::NOT_A_STRING));
+        // The destructor's panic is neither this failure's text nor left
+        // behind for the next one.
+        assert_eq!(panic_text::take(), None);
+    }
+
+    #[test]
+    fn without_a_recorded_text_the_failure_says_so() {
+        let _ = panic_text::take();
+        let failure: TaskFailure<()> = panicked(Box::new("never raised"));
+        assert_eq!(failure.panic_message(), Some(panic_text::NOT_KEPT));
     }
 
     #[test]

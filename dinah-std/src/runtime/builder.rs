@@ -354,6 +354,9 @@ impl RuntimeBuilder {
         handle: TransportHandle,
         driver: impl TransportDriver + 'static,
     ) -> Result<Runtime, BuildError> {
+        // The runtime's own actions run without a domain: their panics'
+        // text is recorded too.
+        crate::domain::install_panic_hook();
         let domains = self.planned_domains()?;
         self.registry.fingerprint()?;
         if handle.config() != HandleConfig::from_limits(&self.limits) {
