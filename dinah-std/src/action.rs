@@ -85,11 +85,12 @@ pub mod __derive;
 mod collections;
 mod error;
 mod primitives;
+mod scratch;
 mod segments;
 mod serde_codec;
 
 pub use error::{ACTION_ERROR_TEXT_CAP, ActionError, CodecError};
-pub(crate) use segments::with_scratch_writer;
+pub(crate) use scratch::{FrameKind, IN_PLACE_FROM, with_frame_writer};
 pub use segments::{SegmentReader, SegmentWriter};
 
 /// A value that travels between ranks as payload segments.

@@ -569,6 +569,7 @@ pub(crate) const CASES: &[(&str, Case)] = &[
     ("back_pressure", back_pressure),
     ("broadcast_and_reduce", broadcast_and_reduce),
     ("collections", collections),
+    ("large_payloads", large_payloads),
     ("clean_shutdown", clean_shutdown),
     ("shutdown_timeout", shutdown_timeout),
 ];
@@ -601,6 +602,7 @@ macro_rules! conformance_tests {
             back_pressure,
             broadcast_and_reduce,
             collections,
+            large_payloads,
             clean_shutdown,
             shutdown_timeout,
         );
@@ -1193,6 +1195,53 @@ pub(crate) fn collections(ctx: &mut RankCtx) -> Ending {
             let mut expected = catalog.clone();
             expected.counts.insert("served".into(), 300);
             assert_eq!(ctx.wait(call).expect("catalog"), expected);
+        }
+    }
+    Ending::Clean
+}
+
+/// Payloads around and well above the size from which a frame is written
+/// around its payload instead of copying it (64 KiB), and large values
+/// whose segment count changes from call to call (each variant of an
+/// enum), cross to every rank and back byte for byte.
+pub(crate) fn large_payloads(ctx: &mut RankCtx) -> Ending {
+    let client = ctx.rt().client();
+    let me = ctx.rank().get();
+    for len in [(64 << 10) - 1, 64 << 10, (1 << 20) + 3, 3 << 20] {
+        let bytes: Vec<u8> = (0..len).map(|i| (i * 31 + me as usize) as u8).collect();
+        let calls: Vec<_> = ctx
+            .world()
+            .ranks()
+            .map(|rank| client.spawn_on(rank, Echo(bytes.clone())))
+            .collect();
+        for call in calls {
+            assert!(ctx.wait(call).expect("echo") == bytes, "{len} bytes");
+        }
+    }
+    let item = |i: u32| Item {
+        name: format!("item {i} of rank {me}"),
+        sizes: (0..i % 50).collect(),
+    };
+    let kinds = [
+        Kind::Single(item(7)),
+        Kind::Empty,
+        Kind::Tagged {
+            tag: "x".repeat(100_000),
+            weight: 2.5,
+        },
+        Kind::Single(item(9)),
+    ];
+    for (round, kind) in kinds.into_iter().enumerate() {
+        let catalog = Catalog {
+            items: (0..2_000).map(item).collect(),
+            counts: [("round".to_owned(), round as u64)].into_iter().collect(),
+            kind,
+        };
+        for rank in ctx.world().ranks() {
+            let mut expected = catalog.clone();
+            expected.counts.insert("served".into(), 2_000);
+            let back = ctx.wait(client.spawn_on(rank, catalog.clone()));
+            assert_eq!(back.expect("catalog"), expected, "round {round}");
         }
     }
     Ending::Clean

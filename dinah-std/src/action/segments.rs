@@ -1,6 +1,5 @@
 //! Building and reading the segments of an action's payload.
 
-use std::cell::RefCell;
 use std::fmt;
 
 use dinah_core::wire::Segments;
@@ -21,10 +20,17 @@ use super::CodecError;
 /// Inside a group every `push` writes a record; groups nest.
 #[derive(Default, Clone)]
 pub struct SegmentWriter {
-    data: Vec<u8>,
-    ends: Vec<usize>,
+    /// The room reserved for a frame's head (`start` bytes), then the
+    /// segments back to back.
+    pub(super) data: Vec<u8>,
+    /// Where each segment ends in `data`.
+    pub(super) ends: Vec<usize>,
     /// How many groups are open: above zero, pushes write records.
-    depth: usize,
+    pub(super) depth: usize,
+    /// Bytes at the front of `data` reserved for a frame's head (see
+    /// [`reserve_head`](Self::reserve_head)); the first segment starts
+    /// there.
+    pub(super) start: usize,
 }
 
 impl SegmentWriter {
@@ -134,25 +140,25 @@ impl SegmentWriter {
 
     /// Total payload bytes so far.
     pub fn payload_len(&self) -> usize {
-        self.data.len()
+        self.data.len() - self.start
     }
 
     /// The segments in order.
     pub fn segments(&self) -> impl ExactSizeIterator<Item = &[u8]> + '_ {
         self.ends.iter().enumerate().map(move |(i, &end)| {
-            let start = if i == 0 { 0 } else { self.ends[i - 1] };
+            let start = if i == 0 { self.start } else { self.ends[i - 1] };
             &self.data[start..end]
         })
     }
 
     /// The segments' bytes, back to back.
     pub(crate) fn bytes(&self) -> &[u8] {
-        &self.data
+        &self.data[self.start..]
     }
 
     /// The segments' lengths in order.
     pub(crate) fn lens(&self) -> impl ExactSizeIterator<Item = usize> + '_ {
-        let mut start = 0;
+        let mut start = self.start;
         self.ends.iter().map(move |&end| {
             let len = end - start;
             start = end;
@@ -165,6 +171,42 @@ impl SegmentWriter {
         self.data.clear();
         self.ends.clear();
         self.depth = 0;
+        self.start = 0;
+    }
+
+    /// Reserves `len` bytes before the first segment (an empty writer
+    /// only), for the head of the frame the payload will travel in: if the
+    /// head turns out to be exactly `len` bytes, the frame is written
+    /// around the payload instead of copying it (see
+    /// [`frame_in_place`](Self::frame_in_place)).
+    pub(crate) fn reserve_head(&mut self, len: usize) {
+        debug_assert!(self.data.is_empty() && self.ends.is_empty());
+        self.data.resize(len, 0);
+        self.start = len;
+    }
+
+    /// The bytes reserved before the first segment.
+    pub(crate) fn head_room(&self) -> usize {
+        self.start
+    }
+
+    /// The buffer as a frame of `head` followed by the segments, if the
+    /// room reserved before them is exactly `head`'s length: the head is
+    /// written into that room and the buffer is handed over whole (the
+    /// writer is left empty, writing next into the buffer `replacement`
+    /// gives). `None`, changing nothing, otherwise.
+    pub(crate) fn frame_in_place(
+        &mut self,
+        head: &[u8],
+        replacement: impl FnOnce() -> Vec<u8>,
+    ) -> Option<Vec<u8>> {
+        if head.len() != self.start || self.data.len() < self.start {
+            return None;
+        }
+        self.data[..self.start].copy_from_slice(head);
+        let frame = std::mem::replace(&mut self.data, replacement());
+        self.clear();
+        Some(frame)
     }
 }
 
@@ -177,46 +219,6 @@ pub(super) const RECORD_PREFIX: usize = 4;
 /// frame is refused before it is sent rather than read wrongly.
 fn record_len(len: usize) -> [u8; RECORD_PREFIX] {
     u32::try_from(len).unwrap_or(u32::MAX).to_le_bytes()
-}
-
-/// The most buffer capacity a thread keeps in its scratch writer between
-/// uses; a larger payload's buffer is released after it is encoded.
-///
-/// Payloads up to about a megabyte reuse the buffer: allocating a fresh
-/// megabyte per call costs page faults that, on small VMs, took longer
-/// than the copy into it. Each thread that encodes (owner threads and
-/// domain workers) keeps at most this much.
-const SCRATCH_KEEP_BYTES: usize = (1 << 20) + (64 << 10);
-
-thread_local! {
-    static SCRATCH: RefCell<SegmentWriter> = const {
-        RefCell::new(SegmentWriter {
-            data: Vec::new(),
-            ends: Vec::new(),
-            depth: 0,
-        })
-    };
-}
-
-/// Runs `f` with this thread's empty scratch writer, so encoding a value
-/// on a hot path reuses one buffer instead of allocating two per value.
-/// The writer is borrowed where it lives (nothing moves in or out of the
-/// thread-local); nested use (an encoder calling this again) finds it
-/// borrowed and gets a fresh writer.
-pub(crate) fn with_scratch_writer<R>(f: impl FnOnce(&mut SegmentWriter) -> R) -> R {
-    SCRATCH.with(|cell| match cell.try_borrow_mut() {
-        Ok(mut writer) => {
-            // Cleared before use, so a panic in an earlier `f` leaves
-            // nothing behind.
-            writer.clear();
-            let result = f(&mut writer);
-            if writer.data.capacity() > SCRATCH_KEEP_BYTES {
-                *writer = SegmentWriter::default();
-            }
-            result
-        }
-        Err(_) => f(&mut SegmentWriter::default()),
-    })
 }
 
 impl fmt::Debug for SegmentWriter {
@@ -255,7 +257,7 @@ impl<'a> Iterator for Source<'a> {
             Self::Writer { writer, next } => {
                 let end = *writer.ends.get(*next)?;
                 let start = if *next == 0 {
-                    0
+                    writer.start
                 } else {
                     writer.ends[*next - 1]
                 };
@@ -390,57 +392,5 @@ impl fmt::Debug for SegmentReader<'_> {
         f.debug_struct("SegmentReader")
             .field("position", &self.taken)
             .finish_non_exhaustive()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_scratch_writer_starts_empty_and_keeps_small_buffers() {
-        let first = with_scratch_writer(|writer| {
-            assert!(writer.is_empty());
-            writer.push(b"abc");
-            writer.data.as_ptr()
-        });
-        let second = with_scratch_writer(|writer| {
-            assert!(writer.is_empty(), "cleared between uses");
-            writer.push(b"de");
-            writer.data.as_ptr()
-        });
-        assert_eq!(first, second, "the buffer is reused");
-    }
-
-    #[test]
-    fn nested_use_gets_its_own_writer() {
-        with_scratch_writer(|outer| {
-            outer.push(b"outer");
-            with_scratch_writer(|inner| {
-                assert!(inner.is_empty());
-                inner.push(b"inner");
-            });
-            assert_eq!(outer.segments().collect::<Vec<_>>(), [b"outer".as_slice()]);
-        });
-    }
-
-    #[test]
-    fn a_panic_while_encoding_leaves_the_writer_usable_and_empty() {
-        let panicked = std::panic::catch_unwind(|| {
-            with_scratch_writer(|writer| {
-                writer.push(b"half");
-                panic!("an encoder failed");
-            })
-        });
-        assert!(panicked.is_err());
-        with_scratch_writer(|writer| assert!(writer.is_empty()));
-    }
-
-    #[test]
-    fn a_large_buffer_is_released_after_use() {
-        with_scratch_writer(|writer| writer.push(&vec![0; SCRATCH_KEEP_BYTES + 1]));
-        with_scratch_writer(|writer| {
-            assert!(writer.data.capacity() <= SCRATCH_KEEP_BYTES);
-        });
     }
 }

@@ -1,13 +1,13 @@
 //! Encoding the runtime's frames.
 
 use dinah_core::wire::{
-    Call, ErrorCode, Header, Message, ProtocolError, RelativeDeadline, encode_head,
-    truncate_error_text,
+    Call, ErrorCode, HEADER_LEN, Header, LENGTH_ENTRY_LEN, Message, ProtocolError,
+    RelativeDeadline, encode_head, truncate_error_text,
 };
 use dinah_core::{LimitField, ProtocolLimits, Rank};
 
 use super::error::{RuntimeError, Side};
-use crate::action::SegmentWriter;
+use crate::action::{IN_PLACE_FROM, SegmentWriter};
 
 /// Encodes `header` with `segments` into a buffer from this thread's
 /// [`frame_buffers`](crate::transport::frame_buffers).
@@ -24,27 +24,70 @@ fn encode<S: AsRef<[u8]>>(header: &Header, segments: &[S]) -> Result<Vec<u8>, Pr
     Ok(frame)
 }
 
-/// The frame of `message` from `origin` carrying `payload`: one buffer
-/// (from this thread's [`frame_buffers`](crate::transport::frame_buffers))
-/// written in order (header, length table, the writer's bytes in one
-/// copy), nothing zeroed first.
+/// The frame of `message` from `origin` carrying `payload`.
+///
+/// A payload of at least [`IN_PLACE_FROM`] bytes whose writer kept the
+/// exact room for the head (see [`with_frame_writer`]) becomes the frame
+/// without a copy: the head is written into that room and the writer's
+/// buffer is taken. Any other payload is copied, after the head, into one
+/// buffer from this thread's
+/// [`frame_buffers`](crate::transport::frame_buffers), nothing zeroed
+/// first.
+///
+/// [`with_frame_writer`]: crate::action::with_frame_writer
 pub(crate) fn with_payload(
     origin: Rank,
     message: Message,
-    payload: &SegmentWriter,
+    payload: &mut SegmentWriter,
     limits: &ProtocolLimits,
 ) -> Result<Vec<u8>, ProtocolError> {
     let bytes = payload.bytes();
     let header = Header::packed(origin, message, payload.lens(), bytes, limits)?;
+    if bytes.len() >= IN_PLACE_FROM && payload.head_room() == header.head_len() {
+        let mut head = [0; HEADER_LEN + LENGTH_ENTRY_LEN * MAX_IN_PLACE_SEGMENTS];
+        if let Some(head) = head.get_mut(..header.head_len()) {
+            write_head(&header, payload.lens(), head);
+            // The writer carries on in a spare buffer as large as this
+            // frame (within its own bound), so the next frame like it is
+            // written without growing a buffer from nothing.
+            let keep = header.frame_len().min(SCRATCH_KEEP_AFTER_FRAME);
+            let replacement = || crate::transport::frame_buffers::take(keep);
+            if let Some(frame) = payload.frame_in_place(head, replacement) {
+                debug_assert_eq!(frame.len(), header.frame_len());
+                return Ok(frame);
+            }
+        }
+    }
     let mut frame = crate::transport::frame_buffers::take(header.frame_len());
     frame.extend_from_slice(&header.encode());
     for len in payload.lens() {
         // The header checked every length against the segment limit.
         frame.extend_from_slice(&(len as u32).to_le_bytes());
     }
-    frame.extend_from_slice(bytes);
+    frame.extend_from_slice(payload.bytes());
     debug_assert_eq!(frame.len(), header.frame_len());
     Ok(frame)
+}
+
+/// The most segments a payload framed in place has (more are copied): the
+/// head is assembled on the stack first.
+const MAX_IN_PLACE_SEGMENTS: usize = 64;
+
+/// The most capacity a writer asks for after its buffer became a frame
+/// (the scratch writer's own bound).
+const SCRATCH_KEEP_AFTER_FRAME: usize = (1 << 20) + (64 << 10);
+
+/// Writes `header` and the length table of `lens` into `head` (exactly
+/// their length).
+fn write_head(header: &Header, lens: impl Iterator<Item = usize>, head: &mut [u8]) {
+    head[..HEADER_LEN].copy_from_slice(&header.encode());
+    for (entry, len) in head[HEADER_LEN..]
+        .chunks_exact_mut(LENGTH_ENTRY_LEN)
+        .zip(lens)
+    {
+        // The header checked every length against the segment limit.
+        entry.copy_from_slice(&(len as u32).to_le_bytes());
+    }
 }
 
 /// A request frame.
@@ -52,7 +95,7 @@ pub(crate) fn request(
     origin: Rank,
     call: Call,
     deadline: RelativeDeadline,
-    input: &SegmentWriter,
+    input: &mut SegmentWriter,
     limits: &ProtocolLimits,
 ) -> Result<Vec<u8>, ProtocolError> {
     with_payload(origin, Message::Request { call, deadline }, input, limits)
@@ -139,15 +182,51 @@ mod tests {
         let big = vec![0x5A_u8; 70_000];
         let cases: [&[&[u8]]; 4] = [&[], &[b""], &[b"one"], &[b"head", &big, b"", b"tail"]];
         for segments in cases {
-            let mut writer = SegmentWriter::new();
-            segments.iter().for_each(|segment| writer.push(segment));
-            let message = Message::Result { call: call() };
-            let frame = with_payload(Rank::ZERO, message, &writer, &limits).expect("encodes");
-            let header = Header::new(Rank::ZERO, message, segments, &limits).expect("valid");
-            let mut reference = vec![0; header.frame_len()];
-            let len = encode_frame(&header, segments, &mut reference).expect("encodes");
-            assert_eq!(frame, reference[..len]);
+            // No room for the head, too little, the exact room (the large
+            // payload is then framed in place), too much.
+            for room in [
+                None,
+                Some(0),
+                Some(segments.len()),
+                Some(segments.len() + 1),
+            ] {
+                let mut writer = SegmentWriter::new();
+                if let Some(room) = room {
+                    writer.reserve_head(HEADER_LEN + LENGTH_ENTRY_LEN * room);
+                }
+                segments.iter().for_each(|segment| writer.push(segment));
+                let message = Message::Result { call: call() };
+                let frame =
+                    with_payload(Rank::ZERO, message, &mut writer, &limits).expect("encodes");
+                let header = Header::new(Rank::ZERO, message, segments, &limits).expect("valid");
+                let mut reference = vec![0; header.frame_len()];
+                let len = encode_frame(&header, segments, &mut reference).expect("encodes");
+                assert_eq!(frame, reference[..len], "room for {room:?} segments");
+            }
         }
+    }
+
+    #[test]
+    fn a_large_payload_with_the_exact_room_becomes_the_frame() {
+        let limits = ProtocolLimits::default();
+        let mut writer = SegmentWriter::new();
+        writer.reserve_head(HEADER_LEN + LENGTH_ENTRY_LEN * 2);
+        writer.push(b"small");
+        writer.push(&vec![7; IN_PLACE_FROM]);
+        let buffer = writer.bytes().as_ptr();
+        let message = Message::Result { call: call() };
+        let frame = with_payload(Rank::ZERO, message, &mut writer, &limits).expect("encodes");
+        let head = HEADER_LEN + LENGTH_ENTRY_LEN * 2;
+        assert_eq!(frame[head..].as_ptr(), buffer, "not copied");
+        assert!(writer.is_empty(), "the writer gave its buffer away");
+        // One byte less is copied.
+        let mut writer = SegmentWriter::new();
+        writer.reserve_head(HEADER_LEN + LENGTH_ENTRY_LEN);
+        writer.push(&vec![7; IN_PLACE_FROM - 1]);
+        let buffer = writer.bytes().as_ptr();
+        let frame = with_payload(Rank::ZERO, message, &mut writer, &limits).expect("encodes");
+        assert_ne!(frame[HEADER_LEN + LENGTH_ENTRY_LEN..].as_ptr(), buffer);
+        assert_eq!(writer.payload_len(), IN_PLACE_FROM - 1, "kept");
     }
 
     #[test]
@@ -157,7 +236,7 @@ mod tests {
         writer.push(&vec![0; limits.max_segment_bytes as usize + 1]);
         let message = Message::Result { call: call() };
         assert!(matches!(
-            with_payload(Rank::ZERO, message, &writer, &limits),
+            with_payload(Rank::ZERO, message, &mut writer, &limits),
             Err(ProtocolError::SegmentTooLarge { .. } | ProtocolError::FrameTooLarge { .. })
         ));
     }

@@ -20,7 +20,7 @@ use super::context::ActionContext;
 use super::frames;
 use super::job_outcome::{Completions, JobFailure, JobKey, ResultFrame};
 use super::registry::ErasedHandler;
-use crate::action::SegmentReader;
+use crate::action::{FrameKind, SegmentReader};
 use crate::domain::{
     CancelTarget, Completion, Context, Domain, DomainShared, JobContext, JobCore, QueuedJob,
     SpareJobs, SubmitRefusal, Work, execute,
@@ -221,17 +221,23 @@ pub(crate) fn run(
     let frame = FrameRef::from_decoded(request.header, frame).ok_or_else(|| {
         JobFailure::new(ErrorCode::ProtocolViolation, "request frame changed length")
     })?;
-    crate::action::with_scratch_writer(|output| {
-        handler
-            .run_wire(SegmentReader::from_frame(frame.segments()), &ctx, output)
-            .map_err(JobFailure::from)?;
-        let message = Message::Result { call };
-        frames::with_payload(hub.rank, message, output, &hub.protocol).map_err(|error| {
-            let limit = frames::limit_of(error);
-            JobFailure::new(
-                ErrorCode::ResourceExhausted { limit },
-                "result does not fit the protocol limits",
-            )
-        })
-    })
+    crate::action::with_frame_writer(
+        call.action.get(),
+        FrameKind::Result,
+        |output| {
+            handler
+                .run_wire(SegmentReader::from_frame(frame.segments()), &ctx, output)
+                .map_err(JobFailure::from)
+        },
+        |output| {
+            let message = Message::Result { call };
+            frames::with_payload(hub.rank, message, output, &hub.protocol).map_err(|error| {
+                let limit = frames::limit_of(error);
+                JobFailure::new(
+                    ErrorCode::ResourceExhausted { limit },
+                    "result does not fit the protocol limits",
+                )
+            })
+        },
+    )
 }

@@ -16,11 +16,21 @@
 //! - **Size classes.** A buffer from [`take`] has a capacity of a power of
 //!   two from [`MIN_CLASS_BYTES`] to [`MAX_CLASS_BYTES`] (not the exact
 //!   frame length), so one freed frame can carry any later frame of its
-//!   class. Larger frames are allocated and freed as before.
+//!   class.
+//! - **Large buffers.** A frame beyond the classes gets the smallest kept
+//!   large buffer that holds it, or a new one of its exact length. A
+//!   thread keeps at most [`LARGE_KEEP_BUFFERS`] large buffers, of at most
+//!   [`LARGE_KEEP_BYTES`] together. Large payloads are framed in the
+//!   buffer they were encoded in (see `SegmentWriter`), which the encoding
+//!   thread replaces from here; a transport that writes a frame on the
+//!   thread that encoded it (the owner thread's requests and inline
+//!   results) gives it back, so a steady stream of large frames reuses the
+//!   same memory instead of allocating (and on a fresh mapping, faulting
+//!   in) a megabyte per frame.
 //! - **Bounded.** A thread keeps at most [`CLASS_KEEP_BUFFERS`] buffers
 //!   and [`CLASS_KEEP_BYTES`] of capacity per class (384 KiB over all six
-//!   classes, a buffer counting at most twice its class); [`give`] frees
-//!   what does not fit. Nothing grows past that, and the buffers go with
+//!   classes, a buffer counting at most twice its class), and the large
+//!   buffers within their bounds; [`give`] frees what does not fit. Nothing grows past that, and the buffers go with
 //!   the thread when it exits, or at [`release`] (a runtime's shutdown
 //!   releases those of its owner thread).
 //! - **Any buffer.** [`give`] takes any `Vec<u8>`: one whose capacity is
@@ -61,19 +71,49 @@ pub const CLASS_KEEP_BYTES: usize = 64 << 10;
 /// small frames in flight).
 pub const CLASS_KEEP_BUFFERS: usize = 512;
 
+/// The most capacity a thread keeps in large buffers (past the classes),
+/// and so the largest large buffer kept.
+pub const LARGE_KEEP_BYTES: usize = (4 << 20) + (64 << 10);
+
+/// The most large buffers a thread keeps.
+pub const LARGE_KEEP_BUFFERS: usize = 4;
+
 /// The number of classes.
 const CLASSES: usize =
     (MAX_CLASS_BYTES.trailing_zeros() - MIN_CLASS_BYTES.trailing_zeros() + 1) as usize;
 
-/// One thread's spare buffers, by class.
+/// One thread's spare buffers, by class, and its large ones.
 struct Spare {
     classes: [Vec<Vec<u8>>; CLASSES],
+    large: Vec<Vec<u8>>,
 }
 
 impl Spare {
     const fn new() -> Self {
         Self {
             classes: [const { Vec::new() }; CLASSES],
+            large: Vec::new(),
+        }
+    }
+
+    /// The smallest large buffer that holds `len` bytes, taken out.
+    fn take_large(&mut self, len: usize) -> Option<Vec<u8>> {
+        let (at, _) = self
+            .large
+            .iter()
+            .enumerate()
+            .filter(|(_, buffer)| buffer.capacity() >= len)
+            .min_by_key(|(_, buffer)| buffer.capacity())?;
+        Some(self.large.swap_remove(at))
+    }
+
+    /// Keeps `buffer` (empty, past the classes) if the bounds allow.
+    fn keep_large(&mut self, buffer: Vec<u8>) {
+        let kept: usize = self.large.iter().map(Vec::capacity).sum();
+        if self.large.len() < LARGE_KEEP_BUFFERS
+            && kept.saturating_add(buffer.capacity()) <= LARGE_KEEP_BYTES
+        {
+            self.large.push(buffer);
         }
     }
 }
@@ -116,7 +156,9 @@ fn class_for_capacity(capacity: usize) -> Option<usize> {
 /// exactly `len` bytes past the largest class).
 pub fn take(len: usize) -> Vec<u8> {
     let Some(class) = class_for_len(len) else {
-        return Vec::with_capacity(len);
+        return SPARE
+            .with_borrow_mut(|spare| spare.take_large(len))
+            .unwrap_or_else(|| Vec::with_capacity(len));
     };
     SPARE
         .with_borrow_mut(|spare| spare.classes[class].pop())
@@ -130,11 +172,12 @@ pub fn give(mut buffer: Vec<u8>) {
     let Some(class) = class_for_capacity(buffer.capacity()) else {
         return;
     };
+    buffer.clear();
     if buffer.capacity() > 2 * MAX_CLASS_BYTES {
         // Too big to keep for small frames.
+        SPARE.with_borrow_mut(|spare| spare.keep_large(buffer));
         return;
     }
-    buffer.clear();
     SPARE.with_borrow_mut(|spare| {
         let kept = &mut spare.classes[class];
         if kept.len() < class_keep(class) {
@@ -171,8 +214,14 @@ pub struct Kept {
 /// ```
 pub fn kept() -> Kept {
     SPARE.with_borrow(|spare| Kept {
-        buffers: spare.classes.iter().map(Vec::len).sum(),
-        bytes: spare.classes.iter().flatten().map(Vec::capacity).sum(),
+        buffers: spare.classes.iter().map(Vec::len).sum::<usize>() + spare.large.len(),
+        bytes: spare
+            .classes
+            .iter()
+            .flatten()
+            .chain(&spare.large)
+            .map(Vec::capacity)
+            .sum(),
     })
 }
 
@@ -222,7 +271,7 @@ mod tests {
     }
 
     #[test]
-    fn classes_cover_every_small_length_and_large_frames_bypass_the_pool() {
+    fn classes_cover_every_small_length_and_large_frames_get_their_length() {
         on_fresh_thread(|| {
             for len in [0, 1, 127, 128, 129, 1000, 4095, 4096] {
                 let frame = take(len);
@@ -233,10 +282,48 @@ mod tests {
             assert_eq!(large.capacity(), MAX_CLASS_BYTES + 1);
             give(large);
             assert_eq!(kept_pair().0, 1, "kept in the largest class");
-            give(Vec::with_capacity(3 * MAX_CLASS_BYTES));
             give(Vec::with_capacity(MIN_CLASS_BYTES - 1));
             give(Vec::new());
-            assert_eq!(kept_pair().0, 1, "too big, too small and empty are freed");
+            assert_eq!(kept_pair().0, 1, "too small and empty are freed");
+        });
+    }
+
+    #[test]
+    fn large_buffers_are_reused_smallest_first_within_their_bounds() {
+        on_fresh_thread(|| {
+            let big = 2 << 20;
+            let (first, second) = (Vec::with_capacity(big), Vec::with_capacity(64 << 10));
+            let (first_at, second_at) = (first.as_ptr(), second.as_ptr());
+            give(first);
+            give(second);
+            assert_eq!(kept_pair(), (2, big + (64 << 10)));
+            // A 40 KiB frame gets the 64 KiB buffer, not the 2 MiB one.
+            let reused = take(40 << 10);
+            assert_eq!(reused.as_ptr(), second_at);
+            // Nothing kept holds 3 MiB: a new buffer of exactly that.
+            let third = take(3 << 20);
+            assert_eq!(third.capacity(), 3 << 20);
+            let reused_first = take(1 << 20);
+            assert_eq!(reused_first.as_ptr(), first_at);
+            assert_eq!(kept_pair(), (0, 0));
+            drop((reused, reused_first));
+            // Bounds: the bytes (3 MiB and 2 MiB exceed them together)...
+            give(third);
+            give(Vec::with_capacity(big));
+            assert_eq!(kept_pair(), (1, 3 << 20));
+            // ...and the count.
+            release();
+            for _ in 0..2 * LARGE_KEEP_BUFFERS {
+                give(Vec::with_capacity(16 << 10));
+            }
+            assert_eq!(
+                kept_pair(),
+                (LARGE_KEEP_BUFFERS, LARGE_KEEP_BUFFERS * (16 << 10))
+            );
+            // A buffer larger than the whole bound is freed.
+            release();
+            give(Vec::with_capacity(LARGE_KEEP_BYTES + 1));
+            assert_eq!(kept_pair(), (0, 0));
         });
     }
 

@@ -10,7 +10,7 @@ use dinah_core::{ActionId, LimitField, Rank, RequestId, RuntimeState};
 
 use super::RemoteFuture;
 use super::calls::{BeginError, Begun, CallInfo, LocalRelease, Pacing, Ticket};
-use crate::action::Action;
+use crate::action::{Action, FrameKind};
 use crate::domain::JobCanceller;
 use crate::runtime::RuntimeClient;
 use crate::runtime::error::{RuntimeError, Side};
@@ -155,11 +155,15 @@ impl RuntimeClient {
             domain: entry.registration.domain,
             trace: options.trace,
         };
-        let frame = crate::action::with_scratch_writer(|input| {
-            action.encode(input).map_err(RuntimeError::Codec)?;
-            frames::request(hub.rank, call, relative, input, &hub.protocol)
-                .map_err(frames::encode_error)
-        })?;
+        let frame = crate::action::with_frame_writer(
+            action_id.get(),
+            FrameKind::Request,
+            |input| action.encode(input).map_err(RuntimeError::Codec),
+            |input| {
+                frames::request(hub.rank, call, relative, input, &hub.protocol)
+                    .map_err(frames::encode_error)
+            },
+        )?;
         let info = CallInfo {
             peer: rank,
             call,

@@ -49,9 +49,15 @@ fn paced(capacity: usize, admission: u32) -> Calls {
 fn frame() -> Vec<u8> {
     let call = info(Rank::ZERO).call;
     let deadline = RelativeDeadline::from_duration(Duration::from_secs(1)).unwrap();
-    let input = SegmentWriter::default();
-    crate::runtime::frames::request(Rank::ZERO, call, deadline, &input, &ProtocolLimits::DEFAULT)
-        .unwrap()
+    let mut input = SegmentWriter::default();
+    crate::runtime::frames::request(
+        Rank::ZERO,
+        call,
+        deadline,
+        &mut input,
+        &ProtocolLimits::DEFAULT,
+    )
+    .unwrap()
 }
 
 /// Begins a call to `peer`, paced.
