@@ -15,7 +15,7 @@
 //! writes a varying number of segments (an enum's variants may); then the
 //! payload is copied, as for a small one.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 
 use dinah_core::wire::{HEADER_LEN, LENGTH_ENTRY_LEN};
 
@@ -50,40 +50,58 @@ const HINTS: usize = 8;
 /// One remembered count: the action (its ID), the direction, the count.
 type Hint = (u128, FrameKind, usize);
 
-thread_local! {
-    static SCRATCH: RefCell<SegmentWriter> = const {
-        RefCell::new(SegmentWriter {
-            data: Vec::new(),
-            ends: Vec::new(),
-            depth: 0,
-            start: 0,
-        })
-    };
+/// A thread's scratch writer and the segment counts it remembers, in one
+/// thread-local so that a frame costs one borrow.
+struct Scratch {
+    writer: SegmentWriter,
     /// Segment counts of recent frame kinds, by `slot(action, kind)`.
-    static SEGMENT_HINTS: [Cell<Option<Hint>>; HINTS] =
-        const { [const { Cell::new(None) }; HINTS] };
+    hints: [Option<Hint>; HINTS],
 }
 
-/// Runs `f` with this thread's empty scratch writer, so encoding a value
-/// on a hot path reuses one buffer instead of allocating two per value.
-/// The writer is borrowed where it lives (nothing moves in or out of the
-/// thread-local); nested use (an encoder calling this again) finds it
-/// borrowed and gets a fresh writer.
-pub(crate) fn with_scratch_writer<R>(f: impl FnOnce(&mut SegmentWriter) -> R) -> R {
+impl Scratch {
+    const fn new() -> Self {
+        Self {
+            writer: SegmentWriter {
+                data: Vec::new(),
+                ends: Vec::new(),
+                depth: 0,
+                start: 0,
+            },
+            hints: [None; HINTS],
+        }
+    }
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = const { RefCell::new(Scratch::new()) };
+}
+
+/// Runs `f` with this thread's scratch, its writer empty. The scratch is
+/// borrowed where it lives (nothing moves in or out of the thread-local);
+/// nested use (an encoder calling this again) finds it borrowed and gets a
+/// fresh one.
+fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
     SCRATCH.with(|cell| match cell.try_borrow_mut() {
-        Ok(mut writer) => {
+        Ok(mut scratch) => {
             // Cleared before use, so a panic in an earlier `f` leaves
             // nothing behind.
-            writer.clear();
-            let result = f(&mut writer);
-            if writer.data.capacity() > SCRATCH_KEEP_BYTES {
-                let buffer = std::mem::take(&mut *writer).data;
+            scratch.writer.clear();
+            let result = f(&mut scratch);
+            if scratch.writer.data.capacity() > SCRATCH_KEEP_BYTES {
+                let buffer = std::mem::take(&mut scratch.writer).data;
                 crate::transport::frame_buffers::give(buffer);
             }
             result
         }
-        Err(_) => f(&mut SegmentWriter::default()),
+        Err(_) => f(&mut Scratch::new()),
     })
+}
+
+/// Runs `f` with this thread's empty scratch writer, so encoding a value
+/// on a hot path reuses one buffer instead of allocating two per value.
+#[cfg(test)]
+fn with_scratch_writer<R>(f: impl FnOnce(&mut SegmentWriter) -> R) -> R {
+    with_scratch(|scratch| f(&mut scratch.writer))
 }
 
 /// Encodes a payload with `encode` into this thread's scratch writer, with
@@ -97,12 +115,16 @@ pub(crate) fn with_frame_writer<R, E>(
     encode: impl FnOnce(&mut SegmentWriter) -> Result<(), E>,
     frame: impl FnOnce(&mut SegmentWriter) -> Result<R, E>,
 ) -> Result<R, E> {
-    with_scratch_writer(|writer| {
-        let segments = remembered(action, kind).unwrap_or(1);
+    with_scratch(|Scratch { writer, hints }| {
+        let hint = &mut hints[slot(action, kind)];
+        let segments = match *hint {
+            Some((a, k, count)) if a == action && k == kind => count,
+            _ => 1,
+        };
         writer.reserve_head(head_len(segments));
         encode(writer)?;
         if writer.len() != segments {
-            remember(action, kind, writer.len());
+            *hint = Some((action, kind, writer.len()));
         }
         frame(writer)
     })
@@ -117,17 +139,6 @@ const fn head_len(segments: usize) -> usize {
 fn slot(action: u128, kind: FrameKind) -> usize {
     // Action IDs are hashes (or chosen by hand): their low bits spread.
     (action as usize ^ kind as usize) % HINTS
-}
-
-fn remembered(action: u128, kind: FrameKind) -> Option<usize> {
-    SEGMENT_HINTS.with(|hints| match hints[slot(action, kind)].get() {
-        Some((a, k, count)) if a == action && k == kind => Some(count),
-        _ => None,
-    })
-}
-
-fn remember(action: u128, kind: FrameKind, count: usize) {
-    SEGMENT_HINTS.with(|hints| hints[slot(action, kind)].set(Some((action, kind, count))));
 }
 
 #[cfg(test)]
