@@ -84,6 +84,17 @@ fn rate_at_least(r: &Results, label: &str, id: &str, floor: f64) -> Option<Check
     })
 }
 
+/// The rate of criterion row `id` as a share of row `floor`'s rate (both
+/// timed per item), passing at or above `at_least`.
+fn rate_share(r: &Results, label: &str, id: &str, floor: &str, at_least: f64) -> Option<Check> {
+    let value = r.time(floor)? / r.time(id)?;
+    Some(Check {
+        label: label.to_owned(),
+        value,
+        pass: value >= at_least,
+    })
+}
+
 /// A time from the MPI table's row `first` (its first value cell).
 fn mpi_time(r: &Results, first: &str) -> Option<f64> {
     time_cell(r.row("mpi", first)?.first()?)
@@ -215,24 +226,8 @@ fn runtime(r: &Results) -> Vec<Goal> {
 }
 
 fn tcp(r: &Results) -> Vec<Goal> {
-    let third_of_transport = |label: &str, id: &str| {
-        let transport = 1.0 / r.time("tcp_throughput/transport_frames/1024")?;
-        let value = (1.0 / r.time(id)?) / transport;
-        Some(Check {
-            label: label.to_owned(),
-            value,
-            pass: value >= 1.0 / 3.0,
-        })
-    };
-    let half_of_raw = |label: &str, id: &str| {
-        let raw = 1.0 / r.time("tcp_throughput/raw_pipelined_64b/1024")?;
-        let value = (1.0 / r.time(id)?) / raw;
-        Some(Check {
-            label: label.to_owned(),
-            value,
-            pass: value >= 0.5,
-        })
-    };
+    const TRANSPORT: &str = "tcp_throughput/transport_frames/1024";
+    const RAW: &str = "tcp_throughput/raw_pipelined_64b/1024";
     let mib = 1u64 << 20;
     let bandwidth = {
         let floor = ["raw", "raw_spin"]
@@ -276,8 +271,20 @@ fn tcp(r: &Results) -> Vec<Goal> {
             "TCP",
             "with 1,024 in flight, at least a third of the transport-alone rate",
             [
-                third_of_transport("inline", "tcp_throughput/dinah_noop_inline/1024"),
-                third_of_transport("pooled", "tcp_throughput/dinah_noop/1024"),
+                rate_share(
+                    r,
+                    "inline",
+                    "tcp_throughput/dinah_noop_inline/1024",
+                    TRANSPORT,
+                    1.0 / 3.0,
+                ),
+                rate_share(
+                    r,
+                    "pooled",
+                    "tcp_throughput/dinah_noop/1024",
+                    TRANSPORT,
+                    1.0 / 3.0,
+                ),
             ],
             "",
         ),
@@ -285,8 +292,14 @@ fn tcp(r: &Results) -> Vec<Goal> {
             "TCP",
             "with 1,024 in flight, at least half the raw pipelined echo's rate",
             [
-                half_of_raw("inline", "tcp_throughput/dinah_noop_inline/1024"),
-                half_of_raw("pooled", "tcp_throughput/dinah_noop/1024"),
+                rate_share(
+                    r,
+                    "inline",
+                    "tcp_throughput/dinah_noop_inline/1024",
+                    RAW,
+                    0.5,
+                ),
+                rate_share(r, "pooled", "tcp_throughput/dinah_noop/1024", RAW, 0.5),
             ],
             "",
         ),
