@@ -10,8 +10,8 @@
 use std::collections::BTreeSet;
 
 use dinah_core::{
-    AtomicRuntimeState, AtomicTaskState, InvalidTaskTransition, RequestSequencer, RuntimeState,
-    RuntimeTransitionError, SequenceError, TaskState, WorldSize,
+    AtomicRuntimeState, AtomicTaskState, InvalidTaskTransition, RequestId, RequestSequencer,
+    RuntimeState, RuntimeTransitionError, SequenceError, TaskState, WorldSize,
 };
 use proptest::prelude::*;
 
@@ -275,5 +275,26 @@ proptest! {
             }
             prop_assert_eq!(ids.sent(rank), model[target as usize]);
         }
+    }
+
+    /// Splitting an ID into its target and number inverts making it, for
+    /// world sizes that are powers of two (split with a mask and a shift)
+    /// and sizes that are not (split by division), and agrees with the
+    /// division everywhere.
+    #[test]
+    fn sequence_inverts_in_sequence(
+        size in prop_oneof![1_u32..70, (0_u32..32).prop_map(|bits| 1 << bits), any::<u32>()],
+        target in any::<u32>(),
+        seq in any::<u64>(),
+    ) {
+        let world = WorldSize::new(size.max(1)).expect("non-zero");
+        let rank = world.rank(target % world.get()).expect("in the world");
+        let seq = seq % (u64::MAX / u64::from(world.get()));
+        let id = RequestId::in_sequence(rank, world, seq).expect("fits");
+        prop_assert_eq!(id.sequence(world), (rank, seq));
+        let zero_based = id.get() - 1;
+        let size = u64::from(world.get());
+        prop_assert_eq!(u64::from(rank.get()), zero_based % size);
+        prop_assert_eq!(seq, zero_based / size);
     }
 }

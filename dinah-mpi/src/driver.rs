@@ -428,14 +428,15 @@ impl MpiDriver {
         progress
     }
 
-    /// Receives on both lanes (control first) and then the close markers.
-    fn receive(&mut self, out: &mut Out<'_>) -> bool {
+    /// Receives on both lanes (control first) and then the close markers;
+    /// what arrives is heard at `now`.
+    fn receive(&mut self, now: Instant, out: &mut Out<'_>) -> bool {
         let mut progress = false;
         let mut exhausted = true;
         for channel in Channel::ALL {
             let stream = Stream::of(channel);
             loop {
-                progress |= self.take_frames(channel, out) > 0;
+                progress |= self.take_frames(channel, now, out) > 0;
                 if out.full() || self.receives.len_of(stream) >= self.config.max_pending_receives {
                     exhausted = false;
                     break;
@@ -459,7 +460,7 @@ impl MpiDriver {
 
     /// Hands out `channel`'s completed messages: goodbyes are absorbed,
     /// frames become events. Returns how many events.
-    fn take_frames(&mut self, channel: Channel, out: &mut Out<'_>) -> usize {
+    fn take_frames(&mut self, channel: Channel, now: Instant, out: &mut Out<'_>) -> usize {
         let Self {
             receives,
             peers,
@@ -474,7 +475,6 @@ impl MpiDriver {
         let (world, limits) = (*world, *limits);
         let mut absorbed = false;
         let stream = Stream::of(channel);
-        let now = Instant::now();
         let counted = receives.take_ready(stream, true, out.left, buffers, |from, bytes| {
             // Anything received is a sign of life.
             liveness.heard(from, now);
@@ -635,13 +635,16 @@ impl TransportDriver for MpiDriver {
                 progress = true;
             }
         }
-        progress |= self.receive(&mut out);
+        // One clock reading per poll: what arrives in it is heard at this
+        // time, the liveness check runs at it, and progress is dated by it.
+        let now = Instant::now();
+        progress |= self.receive(now, &mut out);
         // After the receives, so that what just arrived counts.
-        progress |= self.keep_alive(Instant::now());
+        progress |= self.keep_alive(now);
         progress |= self.emit_notices(&mut out);
         if progress {
             self.idle_park = FIRST_IDLE_PARK;
-            self.last_progress = Instant::now();
+            self.last_progress = now;
         }
         Ok(progress)
     }

@@ -294,6 +294,7 @@ impl Header {
     }
 
     /// Writes the header's [`HEADER_LEN`] bytes into `out`.
+    #[inline]
     pub fn encode_into(&self, out: &mut [u8; HEADER_LEN]) {
         *out = [0; HEADER_LEN];
         put(out, at::MAGIC, MAGIC);

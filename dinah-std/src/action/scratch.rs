@@ -9,9 +9,11 @@
 //! written into that room, so the writer's buffer becomes the frame.
 //!
 //! The room must be exactly the head's length, which depends on how many
-//! segments the value writes. The thread remembers that count for each
-//! kind of frame it made recently (by action and direction), so the room
-//! is right for every value after the first of its kind, unless the kind
+//! segments the value writes. The thread remembers, for each kind of frame
+//! it made recently (by action and direction), that count and whether the
+//! payload was large. Room is reserved only when the last payload of the
+//! kind was large, so small frames cost no reservation, and it is right
+//! for every large value after the first of its kind, unless the kind
 //! writes a varying number of segments (an enum's variants may); then the
 //! payload is copied, as for a small one.
 
@@ -47,8 +49,18 @@ pub(crate) enum FrameKind {
 /// How many kinds of frame a thread remembers the segment count of.
 const HINTS: usize = 8;
 
-/// One remembered count: the action (its ID), the direction, the count.
-type Hint = (u128, FrameKind, usize);
+/// What a thread remembers of the last frame of one kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Hint {
+    /// The action's ID.
+    action: u128,
+    /// The direction.
+    kind: FrameKind,
+    /// How many segments its payload had.
+    segments: usize,
+    /// Was its payload at least [`IN_PLACE_FROM`] bytes?
+    large: bool,
+}
 
 /// A thread's scratch writer and the segment counts it remembers, in one
 /// thread-local so that a frame costs one borrow.
@@ -105,8 +117,9 @@ fn with_scratch_writer<R>(f: impl FnOnce(&mut SegmentWriter) -> R) -> R {
 }
 
 /// Encodes a payload with `encode` into this thread's scratch writer, with
-/// room in front for the head of a `kind` frame of `action` (as many
-/// segments as the last such frame had), then makes the frame with
+/// room in front for the head of a `kind` frame of `action` if the last
+/// such frame's payload was large (room for as many segments as it had),
+/// then makes the frame with
 /// `frame`, which may take the writer's buffer (see
 /// [`SegmentWriter::frame_in_place`]).
 pub(crate) fn with_frame_writer<R, E>(
@@ -117,14 +130,24 @@ pub(crate) fn with_frame_writer<R, E>(
 ) -> Result<R, E> {
     with_scratch(|Scratch { writer, hints }| {
         let hint = &mut hints[slot(action, kind)];
-        let segments = match *hint {
-            Some((a, k, count)) if a == action && k == kind => count,
-            _ => 1,
-        };
-        writer.reserve_head(head_len(segments));
+        let last = hint.filter(|last| last.action == action && last.kind == kind);
+        if let Some(Hint {
+            segments,
+            large: true,
+            ..
+        }) = last
+        {
+            writer.reserve_head(head_len(segments));
+        }
         encode(writer)?;
-        if writer.len() != segments {
-            *hint = Some((action, kind, writer.len()));
+        let now = Hint {
+            action,
+            kind,
+            segments: writer.len(),
+            large: writer.payload_len() >= IN_PLACE_FROM,
+        };
+        if last != Some(now) {
+            *hint = Some(now);
         }
         frame(writer)
     })
@@ -195,25 +218,25 @@ mod tests {
         });
     }
 
-    /// Encodes `segments` segments through the frame writer and reports
-    /// the room that was reserved for the head.
-    fn reserved(action: u128, kind: FrameKind, segments: usize) -> usize {
+    /// Encodes `segments` segments of `len` bytes each through the frame
+    /// writer and reports the room that was reserved for the head.
+    fn reserved(action: u128, kind: FrameKind, segments: usize, len: usize) -> usize {
         with_frame_writer::<_, ()>(
             action,
             kind,
             |writer| {
-                (0..segments).for_each(|i| writer.push(&[i as u8; 3]));
+                (0..segments).for_each(|i| writer.push(&vec![i as u8; len]));
                 Ok(())
             },
             |writer| {
                 assert_eq!(writer.len(), segments);
                 assert_eq!(
                     writer.payload_len(),
-                    3 * segments,
+                    len * segments,
                     "the room is not payload"
                 );
                 let lens: Vec<_> = writer.lens().collect();
-                assert_eq!(lens, vec![3; segments]);
+                assert_eq!(lens, vec![len; segments]);
                 Ok(writer.start)
             },
         )
@@ -221,22 +244,22 @@ mod tests {
     }
 
     #[test]
-    fn the_room_for_the_head_follows_the_last_count_of_each_kind() {
+    fn the_room_for_the_head_follows_the_last_large_frame_of_each_kind() {
         let action = 0xfeed_0001;
-        assert_eq!(
-            reserved(action, FrameKind::Request, 3),
-            head_len(1),
-            "unknown: one"
-        );
-        assert_eq!(reserved(action, FrameKind::Request, 3), head_len(3));
-        assert_eq!(
-            reserved(action, FrameKind::Result, 2),
-            head_len(1),
-            "per direction"
-        );
-        assert_eq!(reserved(action, FrameKind::Result, 2), head_len(2));
-        assert_eq!(reserved(action, FrameKind::Request, 0), head_len(3));
-        assert_eq!(reserved(action, FrameKind::Request, 5), head_len(0));
+        let large = IN_PLACE_FROM;
+        let small = 3;
+        let (request, result) = (FrameKind::Request, FrameKind::Result);
+        assert_eq!(reserved(action, request, 3, large), 0, "unknown: none");
+        assert_eq!(reserved(action, request, 3, large), head_len(3));
+        assert_eq!(reserved(action, result, 2, large), 0, "per direction");
+        assert_eq!(reserved(action, result, 2, large), head_len(2));
+        assert_eq!(reserved(action, request, 1, large), head_len(3));
+        assert_eq!(reserved(action, request, 5, small), head_len(1));
+        assert_eq!(reserved(action, request, 5, small), 0, "last was small");
+        assert_eq!(reserved(action, request, 2, large / 2), 0);
+        assert_eq!(reserved(action, request, 2, large / 2), head_len(2));
+        assert_eq!(reserved(action, result, 0, small), head_len(2));
+        assert_eq!(reserved(action, result, 0, small), 0);
     }
 
     #[test]

@@ -59,7 +59,11 @@ pub(crate) fn with_payload(
         }
     }
     let mut frame = crate::transport::frame_buffers::take(header.frame_len());
-    frame.extend_from_slice(&header.encode());
+    // The header is encoded where it goes: encoding it on the stack and
+    // copying it would read, in wide loads, bytes just written in narrow
+    // stores, which stalls the copy until the stores retire.
+    frame.extend_from_slice(&[0; HEADER_LEN]);
+    header.encode_into(head_of(&mut frame));
     for len in payload.lens() {
         // The header checked every length against the segment limit.
         frame.extend_from_slice(&(len as u32).to_le_bytes());
@@ -80,7 +84,7 @@ const SCRATCH_KEEP_AFTER_FRAME: usize = (1 << 20) + (64 << 10);
 /// Writes `header` and the length table of `lens` into `head` (exactly
 /// their length).
 fn write_head(header: &Header, lens: impl Iterator<Item = usize>, head: &mut [u8]) {
-    head[..HEADER_LEN].copy_from_slice(&header.encode());
+    header.encode_into(head_of(head));
     for (entry, len) in head[HEADER_LEN..]
         .chunks_exact_mut(LENGTH_ENTRY_LEN)
         .zip(lens)
@@ -88,6 +92,14 @@ fn write_head(header: &Header, lens: impl Iterator<Item = usize>, head: &mut [u8
         // The header checked every length against the segment limit.
         entry.copy_from_slice(&(len as u32).to_le_bytes());
     }
+}
+
+/// The first [`HEADER_LEN`] bytes of `frame`, which has at least that
+/// many.
+fn head_of(frame: &mut [u8]) -> &mut [u8; HEADER_LEN] {
+    frame
+        .first_chunk_mut()
+        .expect("the frame has room for its header")
 }
 
 /// A request frame.

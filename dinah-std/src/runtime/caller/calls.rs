@@ -188,6 +188,9 @@ impl Inner {
     }
 
     /// Finishes the call in `slot` with `outcome`; returns its waker.
+    /// Inlined so that the outcome is built in its slot rather than
+    /// built, then copied in.
+    #[inline]
     fn finish(&mut self, slot: u32, outcome: CallOutcome) -> Option<Waker> {
         let entry = &mut self.slots[slot as usize];
         entry.canceller = None;

@@ -88,15 +88,15 @@ impl Runtime {
             return;
         };
         let ctx = ctx.with_channel(channel);
-        let frame = match decode_frame(&bytes, &ctx) {
-            Ok(frame) => frame,
-            Err(_) => {
-                counts.protocol_rejection();
-                return;
-            }
+        // Matched by reference, so the decoded frame is read where the
+        // decoder wrote it instead of being copied out first.
+        let decoded = decode_frame(&bytes, &ctx);
+        let Ok(frame) = &decoded else {
+            counts.protocol_rejection();
+            return;
         };
-        let header = *frame.header();
-        if let Message::Error { call, .. } | Message::Result { call } = *header.message() {
+        let header = frame.header();
+        if let Message::Error { call, .. } | Message::Result { call } = header.message() {
             // An answer comes from the rank its request was sent to (the
             // ID names it): anything else would end another rank's call.
             if call.request.sequence(hub.world).0 != from {
@@ -133,9 +133,11 @@ impl Runtime {
                 let until = now
                     .checked_add(deadline.as_duration())
                     .unwrap_or(Instant::MAX);
+                let header = *header;
                 server.on_request(hub, from, call, until, (header, bytes), now);
             }
             Message::Result { call } => {
+                let header = *header;
                 let late = hub.calls.complete(call.request, |info| {
                     if info.peer != from || info.call.action != call.action {
                         counts.failed();

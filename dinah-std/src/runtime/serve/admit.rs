@@ -24,7 +24,7 @@
 //! further than that) is refused the same way; neither ran.
 
 use dinah_core::{
-    Arrival, CancelOutcome, DedupKey, DedupSlot, DedupTable, Instant, Rank, Retention,
+    Arrival, CancelOutcome, DedupKey, DedupSlot, DedupState, DedupTable, Instant, Rank, Retention,
     RuntimeLimits, SeenWindow, Sighting, WorldSize,
 };
 
@@ -134,69 +134,68 @@ impl Admit {
     /// The verdict on request `key`, recording it when it runs. A full
     /// table evicts its oldest finished entry first; `forget` is told the
     /// slot of each entry evicted, whose response must go.
+    ///
+    /// The window is asked first. Every entry in the table was marked in
+    /// its origin's window when it was admitted, so a number the window
+    /// has never seen has no entry: it is inserted without looking for a
+    /// duplicate, and room is made before the insertion rather than after
+    /// a refused one.
     pub(crate) fn request(&mut self, key: DedupKey, mut forget: impl FnMut(usize)) -> Verdict {
         let (target, number) = key.id.sequence(self.world);
         if target != self.rank {
             return Verdict::Refused(AdmitRefusal::Misaddressed);
         }
         let window = &mut self.seen[key.origin.index()];
-        // Evictions do not change the window: read it once.
-        let mut sighting = None;
-        loop {
-            match self.table.begin(key) {
-                Ok(Arrival::Execute { slot }) => {
-                    match *sighting.get_or_insert_with(|| window.sighting(number)) {
-                        Sighting::New => {
-                            let _ = window.mark(number);
-                            return Verdict::Run { slot };
-                        }
-                        sighting => {
-                            // Not in the table but not new: undo the entry.
-                            let _ = self.table.rollback(key);
-                            return self.not_new(sighting);
-                        }
-                    }
-                }
-                Ok(arrival) => {
-                    self.counts.duplicates += 1;
-                    return match arrival {
-                        Arrival::DuplicateCompleted { slot, cached } => {
-                            Verdict::Completed { slot, cached }
-                        }
-                        Arrival::DuplicateCancelled { .. } => Verdict::Cancelled,
-                        _ => Verdict::Running,
-                    };
-                }
-                Err(_) => {
-                    let sighting = *sighting.get_or_insert_with(|| window.sighting(number));
-                    if sighting != Sighting::New {
-                        return self.not_new(sighting);
-                    }
-                    // Every entry is covered by its origin's window, so
-                    // evicting the oldest finished one forgets a response,
-                    // never an arrival.
-                    let Some(evicted) = self.table.pop_expired(Instant::MAX) else {
-                        self.counts.table_full += 1;
-                        // It arrived: a duplicate of it must not run later.
-                        let _ = window.mark(number);
-                        return Verdict::Refused(AdmitRefusal::TableFull);
-                    };
-                    self.counts.pressure_evictions += 1;
-                    forget(evicted.slot);
-                }
+        match window.sighting(number) {
+            Sighting::New => {}
+            Sighting::Seen => return self.seen_before(key),
+            Sighting::Ahead => {
+                self.counts.ahead_of_window += 1;
+                return Verdict::Refused(AdmitRefusal::AheadOfWindow);
+            }
+        }
+        if self.table.is_full() {
+            // Evicting the oldest finished entry forgets a response, never
+            // an arrival: its origin's window still has it.
+            let Some(evicted) = self.table.pop_expired(Instant::MAX) else {
+                self.counts.table_full += 1;
+                // It arrived: a duplicate of it must not run later.
+                let _ = window.mark(number);
+                return Verdict::Refused(AdmitRefusal::TableFull);
+            };
+            self.counts.pressure_evictions += 1;
+            forget(evicted.slot);
+        }
+        match self.table.begin(key) {
+            Ok(Arrival::Execute { slot }) => {
+                let _ = window.mark(number);
+                Verdict::Run { slot }
+            }
+            // Neither happens: the key is absent (the window never saw it)
+            // and a slot is free. Refused, not run, if it ever did.
+            Ok(_) | Err(_) => {
+                self.counts.table_full += 1;
+                let _ = window.mark(number);
+                Verdict::Refused(AdmitRefusal::TableFull)
             }
         }
     }
 
-    /// The verdict on a request not in the table whose window says
-    /// `sighting` (not new).
-    fn not_new(&mut self, sighting: Sighting) -> Verdict {
-        if sighting == Sighting::Ahead {
-            self.counts.ahead_of_window += 1;
-            Verdict::Refused(AdmitRefusal::AheadOfWindow)
-        } else {
+    /// The verdict on a request its origin's window has seen: a duplicate
+    /// while its entry is kept, stale once it is gone.
+    fn seen_before(&mut self, key: DedupKey) -> Verdict {
+        let Some(entry) = self.table.get(key) else {
             self.counts.stale += 1;
-            Verdict::Stale
+            return Verdict::Stale;
+        };
+        self.counts.duplicates += 1;
+        match entry.state {
+            DedupState::Completed { cached } => Verdict::Completed {
+                slot: entry.slot,
+                cached,
+            },
+            DedupState::Cancelled => Verdict::Cancelled,
+            DedupState::Running { .. } => Verdict::Running,
         }
     }
 

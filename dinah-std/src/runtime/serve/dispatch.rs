@@ -90,7 +90,7 @@ impl Dispatch {
     ) -> Dispatched {
         let domain = request.call.domain;
         if entry.inline {
-            return self.run_inline(entry, request, frame, now);
+            return self.run_inline(entry, &request, frame, now);
         }
         let key = JobKey::Remote { slot };
         let spare = &mut self.spare;
@@ -117,7 +117,7 @@ impl Dispatch {
     fn run_inline(
         &mut self,
         entry: &Entry,
-        request: Request,
+        request: &Request,
         frame: Vec<u8>,
         now: Instant,
     ) -> Dispatched {
@@ -125,7 +125,7 @@ impl Dispatch {
         let started = self.inline_clock.max(now);
         let client = &self.client;
         let handler = &*entry.handler;
-        let run = |job: &JobContext<'_>| job::run(handler, client, &request, &frame, started, job);
+        let run = |job: &JobContext<'_>| job::run(handler, client, request, &frame, started, job);
         let outcome = match self.inline.iter().find(|(id, _)| *id == domain) {
             Some((_, runner)) => runner.run(run),
             // The runtime's own actions need no domain.

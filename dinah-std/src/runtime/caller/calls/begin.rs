@@ -2,7 +2,7 @@
 //! section, or holding it when its lane is full.
 
 use dinah_core::Instant;
-use dinah_core::wire::{Channel, stamp_request_id};
+use dinah_core::wire::{Call, Channel, stamp_request_id};
 
 use super::{CallInfo, Calls, Entry, LocalRelease, State, Ticket};
 use crate::transport::TrySendError;
@@ -60,7 +60,7 @@ impl Calls {
     /// refused ([`Pacing::FailFast`]).
     pub(crate) fn begin(
         &self,
-        mut info: CallInfo,
+        info: CallInfo,
         deadline: Instant,
         mut frame: Vec<u8>,
         pacing: Pacing,
@@ -120,9 +120,11 @@ impl Calls {
         if let Some(lane) = lane {
             inner.flow.take(lane);
         }
-        info.call.request = id;
         let entry = &mut inner.slots[slot as usize];
-        entry.info = Some(info);
+        // The ID is written into the slot's copy, after the copy: writing
+        // it into `info` first would make the copy's wide loads wait for
+        // that narrow store.
+        entry.info.insert(info).call.request = id;
         entry.state = State::Waiting(None);
         entry.lane = lane;
         let ticket = Ticket {
@@ -134,7 +136,13 @@ impl Calls {
         Ok(match frame {
             Some(frame) => Begun::Local(LocalRelease {
                 ticket,
-                info,
+                info: CallInfo {
+                    call: Call {
+                        request: id,
+                        ..info.call
+                    },
+                    ..info
+                },
                 deadline,
                 frame,
             }),
