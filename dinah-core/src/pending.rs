@@ -88,6 +88,11 @@ impl<P> Keyed for PendingSlot<P> {
         slots::mix(key.get())
     }
 
+    fn home(key: RequestId, count: usize) -> usize {
+        let id = key.get();
+        slots::run_home(slots::mix(id / slots::ID_RUN), id % slots::ID_RUN, count)
+    }
+
     fn buckets(&self) -> &[u32; 2] {
         &self.buckets
     }

@@ -500,3 +500,29 @@ fn display_and_debug() {
     assert!(std::format!("{:?}", DedupSlot::EMPTY).starts_with("DedupSlot { key: None"));
     assert!(std::format!("{:?}", dedup.drain_expired(t(0))).starts_with("DrainExpiredEntries"));
 }
+
+/// A table kept full by IDs in sequence from two origins, each new request
+/// evicting the oldest finished one (a busy receiver's steady state), finds
+/// every entry it holds and none it evicted.
+#[test]
+fn ids_in_sequence_from_two_origins_at_full_load() {
+    let mut dedup = table::<37>(u64::MAX);
+    let mut held = std::collections::VecDeque::new();
+    for step in 0..500_u64 {
+        let key = key((step % 2) as u32, 3 + 2 * (step / 2));
+        if dedup.is_full() {
+            let evicted = dedup.pop_expired(Instant::MAX).expect("a finished entry");
+            assert_eq!(Some(evicted.key), held.pop_front());
+            assert!(!dedup.contains(evicted.key));
+        }
+        assert!(dedup.begin(key).unwrap().is_execute());
+        assert!(matches!(
+            dedup.complete(key, t(step), 1),
+            Ok(Retention::Retained { .. })
+        ));
+        held.push_back(key);
+        for &kept in &held {
+            assert!(dedup.contains(kept), "{kept:?} at step {step}");
+        }
+    }
+}

@@ -8,6 +8,11 @@
 //! - Hash: the key is folded to a `u64` and multiplied by 2^64/φ (Fibonacci
 //!   hashing); the top 32 bits are mapped onto `0..2n` with a
 //!   multiply-shift, so the bucket count need not be a power of two.
+//! - The pending table places runs of consecutive request IDs side by side
+//!   instead ([`Keyed::home`], [`run_home`]): a rank's IDs come in
+//!   sequence. The dedup table hashes single keys: it is full at all
+//!   times on a busy receiver, where runs make probes longer than the
+//!   lines they save.
 //! - Probing: linear, wrapping at `2n`.
 //! - Deletion: backward shift (Knuth's algorithm R), so there are no
 //!   tombstones and probe lengths never degrade over time.
@@ -31,6 +36,12 @@ pub(crate) trait Keyed {
     /// The hash of `key` (before reduction to a bucket).
     fn hash(key: Self::Key) -> u64;
 
+    /// The first bucket probed for `key` in a table of `count` buckets:
+    /// by default the hash reduced with [`home`].
+    fn home(key: Self::Key, count: usize) -> usize {
+        home(Self::hash(key), count)
+    }
+
     /// This element's two buckets.
     fn buckets(&self) -> &[u32; 2];
 
@@ -48,8 +59,23 @@ pub(crate) const fn mix(x: u64) -> u64 {
 
 /// The first bucket probed for `hash` in a table of `count` buckets
 /// (`count < 2^32`).
-fn home(hash: u64, count: usize) -> usize {
+pub(crate) fn home(hash: u64, count: usize) -> usize {
     (((hash >> 32) * count as u64) >> 32) as usize
+}
+
+/// How many consecutive request IDs the pending table places side by side
+/// (see [`run_home`]).
+pub(crate) const ID_RUN: u64 = 16;
+
+/// The first bucket probed for a request ID at `offset` in its run of
+/// [`ID_RUN`] consecutive IDs, the run hashing to `run_hash`: the run's
+/// home, then the offset. A rank hands out its request IDs in sequence,
+/// so the calls in flight (or recently served) hold runs of nearby IDs;
+/// placed so, their buckets share cache lines instead of each taking its
+/// own, and the runs' homes still spread as single keys' would.
+pub(crate) fn run_home(run_hash: u64, offset: u64, count: usize) -> usize {
+    let at = home(run_hash, count) + offset as usize;
+    if at < count { at } else { (at - count) % count }
 }
 
 fn next(bucket: usize, count: usize) -> usize {
@@ -94,7 +120,7 @@ pub(crate) enum Probe {
 /// Looks `key` up.
 pub(crate) fn find<T: Keyed>(cells: &[T], key: T::Key) -> Probe {
     let count = cells.len() * 2;
-    let mut at = home(T::hash(key), count);
+    let mut at = T::home(key, count);
     // Terminates: at most half of the buckets are ever occupied.
     loop {
         let value = bucket(cells, at);
@@ -129,7 +155,7 @@ pub(crate) fn unlink<T: Keyed>(cells: &mut [T], at: usize) {
             break;
         }
         if let Some(key) = cells[(value - 1) as usize].key() {
-            let home = home(T::hash(key), count);
+            let home = T::home(key, count);
             // Movable into the hole iff the hole lies on its probe path
             // (cyclically within [home, probe)).
             if distance(home, probe, count) >= distance(hole, probe, count) {

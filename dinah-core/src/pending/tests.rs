@@ -271,3 +271,49 @@ fn errors_and_debug_say_what_failed_without_payloads() {
     );
     assert!(std::format!("{:?}", table.drain_expired(t(0))).starts_with("DrainExpired"));
 }
+
+/// Runs of consecutive IDs are placed side by side: at full load, with
+/// IDs in sequence, strided as one target's IDs are in a larger world,
+/// and wrapping past the last bucket, every call stays reachable through
+/// removals in any order, and the home of a run's IDs is contiguous.
+#[test]
+fn ids_in_sequence_stay_reachable_at_full_load() {
+    for capacity in [1_usize, 3, 8, 17, 64] {
+        for stride in [1_u64, 2, 3, 16, 1024] {
+            for start in [1_u64, 15, 1 << 40] {
+                let mut table = boxed::<u64>(capacity);
+                let ids: Vec<u64> = (0..capacity as u64).map(|i| start + i * stride).collect();
+                for &n in &ids {
+                    table.insert(id(n), t(n), n).unwrap();
+                }
+                assert!(table.is_full());
+                for &n in &ids {
+                    assert_eq!(table.get(id(n)), Some(&n), "{capacity} {stride} {start}");
+                }
+                // Every other one first, then the rest from the back.
+                let (evens, odds): (Vec<u64>, Vec<u64>) =
+                    ids.iter().partition(|&&n| (n - start) / stride % 2 == 0);
+                for &n in &evens {
+                    assert_eq!(table.remove(id(n)), Some(n));
+                }
+                for &n in &odds {
+                    assert_eq!(table.get(id(n)), Some(&n));
+                }
+                for &n in odds.iter().rev() {
+                    assert_eq!(table.remove(id(n)), Some(n));
+                }
+                assert!(table.is_empty());
+            }
+        }
+    }
+    let count = 2 * 64;
+    let base = <PendingSlot<u8> as Keyed>::home(id(32), count);
+    for offset in 1..slots::ID_RUN {
+        let home = <PendingSlot<u8> as Keyed>::home(id(32 + offset), count);
+        assert_eq!(
+            home,
+            (base + offset as usize) % count,
+            "a run is contiguous"
+        );
+    }
+}
