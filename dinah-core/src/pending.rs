@@ -84,10 +84,6 @@ impl<P> Keyed for PendingSlot<P> {
         self.entry.as_ref().map(|(id, _)| *id)
     }
 
-    fn hash(key: RequestId) -> u64 {
-        slots::mix(key.get())
-    }
-
     fn home(key: RequestId, count: usize) -> usize {
         let id = key.get();
         slots::run_home(slots::mix(id / slots::ID_RUN), id % slots::ID_RUN, count)

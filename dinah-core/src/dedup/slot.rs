@@ -85,10 +85,11 @@ impl Keyed for DedupSlot {
         self.key
     }
 
-    fn hash(key: DedupKey) -> u64 {
+    fn home(key: DedupKey, count: usize) -> usize {
         // The rank's low bits go to the top, where the bucket is taken
         // from, so equal IDs from different origins spread apart.
-        slots::mix(key.id.get() ^ u64::from(key.origin.get()).rotate_right(16))
+        let hash = slots::mix(key.id.get() ^ u64::from(key.origin.get()).rotate_right(16));
+        slots::home(hash, count)
     }
 
     fn buckets(&self) -> &[u32; 2] {

@@ -33,14 +33,9 @@ pub(crate) trait Keyed {
     /// The key held by this element's slot, if occupied.
     fn key(&self) -> Option<Self::Key>;
 
-    /// The hash of `key` (before reduction to a bucket).
-    fn hash(key: Self::Key) -> u64;
-
     /// The first bucket probed for `key` in a table of `count` buckets:
-    /// by default the hash reduced with [`home`].
-    fn home(key: Self::Key, count: usize) -> usize {
-        home(Self::hash(key), count)
-    }
+    /// its hash reduced with [`home`], or [`run_home`] for IDs in sequence.
+    fn home(key: Self::Key, count: usize) -> usize;
 
     /// This element's two buckets.
     fn buckets(&self) -> &[u32; 2];
@@ -192,10 +187,10 @@ mod tests {
         fn key(&self) -> Option<u64> {
             self.key
         }
-        fn hash(key: u64) -> u64 {
+        fn home(key: u64, count: usize) -> usize {
             // Deliberately poor: keys collide in groups of eight, so
             // clusters form and wrap around the end.
-            mix(key / 8)
+            home(mix(key / 8), count)
         }
         fn buckets(&self) -> &[u32; 2] {
             &self.buckets

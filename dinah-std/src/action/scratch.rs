@@ -140,15 +140,12 @@ pub(crate) fn with_frame_writer<R, E>(
             writer.reserve_head(head_len(segments));
         }
         encode(writer)?;
-        let now = Hint {
+        *hint = Some(Hint {
             action,
             kind,
             segments: writer.len(),
             large: writer.payload_len() >= IN_PLACE_FROM,
-        };
-        if last != Some(now) {
-            *hint = Some(now);
-        }
+        });
         frame(writer)
     })
 }
