@@ -19,6 +19,8 @@
 
 #[path = "support/conformance.rs"]
 mod conformance;
+#[path = "support/freeze.rs"]
+mod freeze;
 #[path = "support/mpi_harness.rs"]
 mod mpi_harness;
 
@@ -773,19 +775,6 @@ fn wait_for_answers_sent(ctx: &mut RankCtx, running: usize) {
     });
 }
 
-/// Sends `signal` (`-STOP`, `-CONT`) to process `pid` with `kill(1)`.
-#[expect(
-    clippy::disallowed_methods,
-    reason = "the step stops and wakes a rank's process; kill(1) needs no unsafe"
-)]
-fn signal(signal: &str, pid: u32) {
-    let status = std::process::Command::new("kill")
-        .args([signal, &pid.to_string()])
-        .status()
-        .expect("kill runs");
-    assert!(status.success(), "kill {signal} {pid}");
-}
-
 /// The highest rank stops itself with `SIGSTOP` while the others wait on
 /// a call to it: each declares it down ([`DownReason::Silent`]) within the
 /// liveness timeout, far before the call's deadline, and shuts down
@@ -824,7 +813,7 @@ fn a_stopped_rank_is_declared_down_within_the_liveness_timeout(world: &SimpleCom
         ctx.wait_until("the others' calls", move |ctx| {
             ctx.rt().stats().serve.served >= u64::from(2 * (size - 1))
         });
-        signal("-STOP", std::process::id());
+        freeze::freeze_until_woken();
         // Woken by rank 0 after the others shut down.
         let report = ctx.take_runtime().shutdown(Duration::from_secs(20));
         println!("mpi_transport: rank {me}: woke up; shutdown: {report:?}");
@@ -863,7 +852,7 @@ fn a_stopped_rank_is_declared_down_within_the_liveness_timeout(world: &SimpleCom
         last.get()
     );
     if me == 0 {
-        signal("-CONT", pids[last.index()]);
+        freeze::wake(pids[last.index()]);
     }
 }
 

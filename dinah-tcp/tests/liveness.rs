@@ -12,9 +12,12 @@ use dinah_core::{ProtocolLimits, RuntimeLimits};
 use dinah_std::Runtime;
 use dinah_tcp::{LaunchEnv, TcpConfig, TcpTransport};
 
+#[path = "../../tests/support/freeze.rs"]
+mod freeze;
 #[path = "support/launch.rs"]
 mod launch;
 
+use freeze::{freeze_until_woken, wake};
 use launch::{dinah_run, in_rank, say, self_as_rank};
 
 /// The liveness timeout of these ranks.
@@ -29,26 +32,13 @@ fn pid_file(run_id: u64) -> PathBuf {
     std::env::temp_dir().join(format!("dinah-liveness-{run_id}.pid"))
 }
 
-/// Sends `signal` (`-STOP`, `-CONT`) to `pid` with `kill(1)`.
-#[expect(
-    clippy::disallowed_methods,
-    reason = "the test stops and wakes a rank's process; kill(1) needs no unsafe"
-)]
-fn signal(signal: &str, pid: &str) {
-    let status = std::process::Command::new("kill")
-        .args([signal, pid])
-        .status()
-        .expect("kill runs");
-    assert!(status.success(), "kill {signal} {pid}");
-}
-
 /// Waits (at most 30 s) for the stopped rank's pid.
-fn read_pid(run_id: u64) -> String {
+fn read_pid(run_id: u64) -> u32 {
     let until = Instant::now() + Duration::from_secs(30);
     loop {
         if let Ok(pid) = std::fs::read_to_string(pid_file(run_id)) {
             if pid.ends_with('\n') {
-                return pid.trim().to_owned();
+                return pid.trim().parse().expect("rank 2 wrote its pid");
             }
         }
         assert!(Instant::now() < until, "rank 2 never wrote its pid");
@@ -94,10 +84,10 @@ fn stopped_rank_program() {
     let mut runtime = builder.start(handle, driver).unwrap();
     runtime.barrier(PATIENT).expect("all three meet");
     if me == 2 {
-        let pid = std::process::id().to_string();
+        let pid = std::process::id();
         std::fs::write(pid_file(run_id), format!("{pid}\n")).unwrap();
-        // Stopped here until rank 0 sends SIGCONT.
-        signal("-STOP", &pid);
+        // Stopped here until rank 0 wakes it.
+        freeze_until_woken();
         let found = runtime.all_reduce(1u64, |a, b| a + b, Duration::from_secs(10));
         say(&format!(
             "woke up and found its peers gone: {}",
@@ -129,7 +119,7 @@ fn stopped_rank_program() {
         say(&format!("shutdown: {report}"));
     }
     if me == 0 {
-        signal("-CONT", &pid);
+        wake(pid);
         let _ = std::fs::remove_file(pid_file(run_id));
     }
 }
