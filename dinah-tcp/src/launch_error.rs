@@ -2,6 +2,7 @@
 //! run, on either side of its control connection.
 
 use core::fmt;
+use std::ffi::OsString;
 use std::io;
 use std::time::Duration;
 
@@ -25,11 +26,6 @@ pub enum LaunchOp {
     ReadControl,
     /// Writing a control message.
     WriteControl,
-    /// Starting the process of a rank.
-    Spawn {
-        /// The rank being started.
-        rank: u32,
-    },
     /// Waiting for (reaping) the process of a rank.
     Wait {
         /// The rank being waited for.
@@ -50,7 +46,6 @@ impl fmt::Display for LaunchOp {
             Self::ConnectLauncher => f.write_str("connecting to the launcher"),
             Self::ReadControl => f.write_str("reading a control message"),
             Self::WriteControl => f.write_str("writing a control message"),
-            Self::Spawn { rank } => write!(f, "starting rank {rank}"),
             Self::Wait { rank } => write!(f, "waiting for rank {rank}"),
             Self::Thread => f.write_str("starting a launcher thread"),
             Self::MakeKey => f.write_str("making the run key"),
@@ -126,6 +121,22 @@ pub enum LaunchError {
         /// The cause.
         source: io::Error,
     },
+    /// The process of a rank could not be started (the program is missing,
+    /// not executable, or the system is out of processes).
+    Spawn {
+        /// The rank.
+        rank: u32,
+        /// The program, as given.
+        program: OsString,
+        /// The operating system's error.
+        source: io::Error,
+    },
+    /// The launcher was sent `SIGINT` or `SIGTERM`: it passed the signal
+    /// on to every rank and ended the run.
+    Interrupted {
+        /// The signal's number.
+        signal: i32,
+    },
     /// A control message was malformed.
     Protocol(ControlError),
     /// The launcher refused this rank, or aborted the rendezvous.
@@ -169,10 +180,13 @@ pub enum LaunchError {
 impl LaunchError {
     /// The exit code `dinah-run` uses for this error: the rank's own code
     /// when it exited non-zero, `128 + N` when it was killed by signal N,
-    /// 124 on a timeout (as `timeout(1)`), and 1 otherwise.
+    /// 124 on a timeout (as `timeout(1)`), `128 + N` when the launcher
+    /// was interrupted by signal N (as a shell reports it), and 1
+    /// otherwise.
     pub fn exit_code(&self) -> u8 {
         match self {
             Self::RankFailed { exit, .. } => exit.launcher_code(),
+            Self::Interrupted { signal } => ExitKind::Signal(*signal).launcher_code(),
             Self::Timeout { .. } => 124,
             _ => 1,
         }
@@ -196,6 +210,20 @@ impl fmt::Display for LaunchError {
                 EnvProblem::Invalid => write!(f, "{var} has an invalid value"),
             },
             Self::Io { op, .. } => write!(f, "i/o error while {op}"),
+            Self::Spawn { rank, program, .. } => {
+                write!(
+                    f,
+                    "cannot start rank {rank} as `{}`",
+                    program.to_string_lossy()
+                )
+            }
+            Self::Interrupted { signal } => match crate::launcher::signal_name(*signal) {
+                Some(name) => write!(
+                    f,
+                    "interrupted by signal {signal} ({name}), passed on to every rank"
+                ),
+                None => write!(f, "interrupted by signal {signal}, passed on to every rank"),
+            },
             Self::Protocol(error) => write!(f, "malformed control message: {error}"),
             Self::Refused(refusal) => write!(f, "the launcher refused the rendezvous: {refusal}"),
             Self::Membership(error) => write!(f, "the address list is unusable: {error}"),
@@ -245,7 +273,7 @@ impl fmt::Display for LaunchError {
 impl core::error::Error for LaunchError {
     fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
         match self {
-            Self::Io { source, .. } => Some(source),
+            Self::Io { source, .. } | Self::Spawn { source, .. } => Some(source),
             Self::Protocol(error) => Some(error),
             Self::Refused(refusal) => Some(refusal),
             Self::Membership(error) => Some(error),
@@ -283,6 +311,8 @@ mod tests {
             missing: 1,
         };
         assert_eq!(timeout.exit_code(), 124);
+        assert_eq!(LaunchError::Interrupted { signal: 2 }.exit_code(), 130);
+        assert_eq!(LaunchError::Interrupted { signal: 15 }.exit_code(), 143);
         assert_eq!(LaunchError::LauncherClosed.exit_code(), 1);
     }
 
@@ -318,6 +348,22 @@ mod tests {
         assert_eq!(
             startup.to_string(),
             "2 rank(s) did not report an address within 30s (the first is rank 3)"
+        );
+    }
+
+    #[test]
+    fn spawn_errors_name_the_program_and_keep_their_cause() {
+        use core::error::Error as _;
+        let error = LaunchError::Spawn {
+            rank: 3,
+            program: OsString::from("./no-such-rank"),
+            source: io::ErrorKind::NotFound.into(),
+        };
+        assert_eq!(error.to_string(), "cannot start rank 3 as `./no-such-rank`");
+        assert!(error.source().is_some());
+        assert_eq!(
+            LaunchError::Interrupted { signal: 2 }.to_string(),
+            "interrupted by signal 2 (SIGINT), passed on to every rank"
         );
     }
 

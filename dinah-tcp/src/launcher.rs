@@ -65,6 +65,7 @@
 
 mod args;
 mod control;
+mod interrupts;
 mod output;
 mod process;
 mod report;
@@ -79,10 +80,12 @@ pub use args::{ArgsError, Cli, HELP};
 pub use control::{CONTROL_VERSION, ControlError, MAX_MESSAGE_BYTES, MAX_RANKS, Refusal};
 pub(crate) use control::{Message, ReadError, Report, read_message, write_message};
 use dinah_core::WorldSize;
+pub use interrupts::Interrupts;
 pub use output::{MAX_LINE_BYTES, OutputSink, PrefixedStdio, Stream};
 pub use process::ExitKind;
+pub(crate) use process::signal_name;
 pub use report::{LaunchReport, RankReport};
-pub use run::launch;
+pub use run::{launch, launch_until};
 
 /// The rank of the process (`0..world size`).
 pub const ENV_RANK: &str = "DINAH_RANK";
@@ -99,6 +102,10 @@ pub const ENV_LAUNCH_TIMEOUT_MS: &str = "DINAH_LAUNCH_TIMEOUT_MS";
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 /// The start-up timeout when none is given (capped by the run timeout).
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long ranks get to exit after the launcher passed them an interrupt,
+/// when none is given.
+pub const DEFAULT_INTERRUPT_GRACE: Duration = Duration::from_secs(5);
 
 /// What to launch and how long each phase may take.
 ///
@@ -123,6 +130,10 @@ pub struct LaunchConfig {
     /// exit on their own before their process groups are killed (zero
     /// kills them at once; the run timeout still applies).
     pub grace: Duration,
+    /// After the launcher passed an interrupt ([`Interrupts`]) on to the
+    /// ranks, how long they may take to exit before their process groups
+    /// are killed (a second interrupt kills them at once).
+    pub interrupt_grace: Duration,
     /// The run ID given to every rank (`None`: random).
     pub run_id: Option<u64>,
     /// Environment variables set in every rank, besides the launcher's own
@@ -141,6 +152,7 @@ impl LaunchConfig {
             timeout: DEFAULT_TIMEOUT,
             startup_timeout: DEFAULT_STARTUP_TIMEOUT,
             grace: Duration::ZERO,
+            interrupt_grace: DEFAULT_INTERRUPT_GRACE,
             run_id: None,
             env: Vec::new(),
         }
@@ -184,6 +196,14 @@ impl LaunchConfig {
     #[must_use]
     pub fn grace(mut self, grace: Duration) -> Self {
         self.grace = grace;
+        self
+    }
+
+    /// Sets [`interrupt_grace`](Self#structfield.interrupt_grace)
+    /// ([`DEFAULT_INTERRUPT_GRACE`] if not set).
+    #[must_use]
+    pub fn interrupt_grace(mut self, grace: Duration) -> Self {
+        self.interrupt_grace = grace;
         self
     }
 
@@ -236,10 +256,29 @@ pub enum LaunchEvent {
     /// Every rank reported; the address list went out.
     Rendezvous,
     /// A connection that did not deliver a valid report for this run was
-    /// refused and closed.
+    /// refused and closed (each of the first three; later ones are summed
+    /// up in [`RejectedMore`](Self::RejectedMore)).
     Rejected {
         /// Where it came from.
         peer: SocketAddr,
+    },
+    /// More connections were refused since the last report of them: after
+    /// the first few, refusals are reported in summaries like this one, at
+    /// most one a second, so a flood of strangers does not flood the
+    /// terminal.
+    RejectedMore {
+        /// How many since the last report.
+        count: u64,
+        /// Where the last of them came from.
+        last: SocketAddr,
+    },
+    /// The launcher was interrupted and passed the signal on to the
+    /// process groups of the ranks still running.
+    Forwarded {
+        /// The signal's number.
+        signal: i32,
+        /// How many ranks it went to.
+        ranks: u32,
     },
     /// A rank's process ended.
     Exited {
@@ -265,6 +304,14 @@ impl fmt::Display for LaunchEvent {
             Self::Reported { rank, addr } => write!(f, "rank {rank} listens on {addr}"),
             Self::Rendezvous => f.write_str("every rank reported; sent the address list"),
             Self::Rejected { peer } => write!(f, "refused a control connection from {peer}"),
+            Self::RejectedMore { count, last } => write!(
+                f,
+                "refused {count} more control connection(s), the last from {last}"
+            ),
+            Self::Forwarded { signal, ranks } => match signal_name(*signal) {
+                Some(name) => write!(f, "passed {name} on to {ranks} rank(s)"),
+                None => write!(f, "passed signal {signal} on to {ranks} rank(s)"),
+            },
             Self::Exited { rank, exit } => write!(f, "rank {rank} {exit}"),
             Self::Killed { rank } => write!(f, "killed the process group of rank {rank}"),
         }

@@ -333,11 +333,13 @@ fn usage_errors_exit_2_and_help_exits_0() {
 }
 
 #[test]
-fn a_program_that_cannot_start_fails_the_run() {
+fn a_program_that_cannot_start_fails_the_run_and_is_named() {
     let run = dinah_run(&["-n", "2", "--", "/nonexistent/dinah-no-such-program"]);
     assert_eq!(run.code(), Some(1), "{run:?}");
     assert!(
-        run.stderr.contains("i/o error while starting rank 0"),
+        run.stderr.contains(
+            "dinah-run: cannot start rank 0 as `/nonexistent/dinah-no-such-program`: No such file or directory"
+        ),
         "{run:?}"
     );
 }

@@ -153,7 +153,7 @@ fn a_run_under_dinah_run_completes_while_10000_strangers_hit_the_launcher_and_th
     }) {
         return;
     }
-    let run = dinah_run(&self_as_rank(4, &["--timeout", "100s"], TEST));
+    let run = dinah_run(&self_as_rank(4, &["--timeout", "100s", "-v"], TEST));
     assert_eq!(run.code(), Some(0), "{run:?}");
     let mut strangers = 0;
     for rank in 0..4 {
@@ -167,12 +167,38 @@ fn a_run_under_dinah_run_completes_while_10000_strangers_hit_the_launcher_and_th
     }
     assert_eq!(strangers, 10_000, "{run:?}");
     // The launcher refused the strangers that reached it, and says so.
-    let refused: u32 = run
+    let refused: u64 = run
         .stderr
         .lines()
-        .find_map(|line| line.strip_prefix("dinah-run: refused "))
-        .and_then(|rest| rest.split(' ').next())
+        .find_map(|line| {
+            line.strip_prefix("dinah-run: refused ")?
+                .strip_suffix(" control connection(s) that were not ranks of this run")
+        })
         .and_then(|n| n.parse().ok())
         .expect("dinah-run reports the refused connections");
     assert!((2_500..=5_000).contains(&refused), "{run:?}");
+    // `-v` showed the first three one by one and summed up the rest, at
+    // most once a second within the 100 s run, so every refusal is counted
+    // once and the thousands cost only a few lines.
+    let shown = run
+        .stderr
+        .lines()
+        .filter(|line| line.starts_with("dinah-run: refused a control connection from "))
+        .count();
+    let summaries: Vec<u64> = run
+        .stderr
+        .lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix("dinah-run: refused ")?;
+            let (count, _) = rest.split_once(" more control connection(s), the last from ")?;
+            count.parse().ok()
+        })
+        .collect();
+    assert_eq!(shown, 3, "{run:?}");
+    assert!(!summaries.is_empty() && summaries.len() <= 101, "{run:?}");
+    assert_eq!(
+        shown as u64 + summaries.iter().sum::<u64>(),
+        refused,
+        "{run:?}"
+    );
 }

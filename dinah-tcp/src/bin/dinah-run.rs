@@ -5,7 +5,12 @@
 //! ```
 //!
 //! The launcher logic lives in [`dinah_tcp::launcher`]; this is its
-//! command line. `dinah-run --help` lists the options.
+//! command line, and its signal handling: `SIGINT` and `SIGTERM` are
+//! caught (with `signal-hook`) and handed to the launch as
+//! [`Interrupts`], which passes them on to the ranks. The ranks run in
+//! process groups of their own, so a Ctrl-C at the terminal reaches only
+//! the launcher, and every rank hears of it from the launcher, once.
+//! `dinah-run --help` lists the options.
 #![expect(
     clippy::print_stdout,
     clippy::print_stderr,
@@ -15,10 +20,35 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use dinah_tcp::launcher::{self, Cli, HELP, LaunchEvent, OutputSink, PrefixedStdio, Stream};
+use dinah_tcp::launcher::{
+    self, Cli, HELP, Interrupts, LaunchEvent, OutputSink, PrefixedStdio, Stream,
+};
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
 
 /// Exit code for a command line that does not parse.
 const USAGE_ERROR: u8 = 2;
+
+/// Catches `SIGINT` and `SIGTERM` from now on, recording each in the
+/// returned [`Interrupts`] from a thread of its own.
+///
+/// # Errors
+///
+/// The operating system's error, if the handlers or the thread cannot be
+/// set up.
+fn catch_interrupts() -> std::io::Result<Arc<Interrupts>> {
+    let interrupts = Arc::new(Interrupts::new());
+    let mut signals = Signals::new([SIGINT, SIGTERM])?;
+    let recorder = Arc::clone(&interrupts);
+    std::thread::Builder::new()
+        .name("dinah-run-signals".into())
+        .spawn(move || {
+            for signal in signals.forever() {
+                recorder.raise(signal);
+            }
+        })?;
+    Ok(interrupts)
+}
 
 /// Output as [`PrefixedStdio`], plus the launcher's events on stderr.
 struct Verbose;
@@ -41,7 +71,14 @@ fn main() -> ExitCode {
             } else {
                 Arc::new(PrefixedStdio)
             };
-            let report = launcher::launch(&config, sink);
+            let interrupts = match catch_interrupts() {
+                Ok(interrupts) => interrupts,
+                Err(error) => {
+                    eprintln!("dinah-run: cannot catch SIGINT and SIGTERM: {error}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            let report = launcher::launch_until(&config, sink, &interrupts);
             if !report.is_success() {
                 eprintln!("dinah-run: {report}");
             }

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use dinah_core::WorldSize;
 
-use super::{DEFAULT_STARTUP_TIMEOUT, DEFAULT_TIMEOUT, LaunchConfig, MAX_RANKS};
+use super::{
+    DEFAULT_INTERRUPT_GRACE, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TIMEOUT, LaunchConfig, MAX_RANKS,
+};
 
 /// The text of `dinah-run --help`.
 pub const HELP: &str = "\
@@ -16,7 +18,7 @@ dinah-run: start N local ranks of a dinah program (like mpirun for dinah's TCP t
 Usage: dinah-run -n N [OPTIONS] [--] PROGRAM [ARGS...]
 
 Options:
-  -n, --ranks N                number of ranks to start (1 to 4096)
+  -n, -np, --ranks N           number of ranks to start (1 to 4096)
   -t, --timeout DURATION       bound on the whole run; ranks still running then are
                                killed and the run fails [default: 10m]
       --startup-timeout DURATION
@@ -24,6 +26,10 @@ Options:
                                [default: 30s, at most --timeout]
       --grace DURATION         after a rank fails, time the others get to exit on
                                their own before they are killed [default: 0s]
+      --interrupt-grace DURATION
+                               after SIGINT or SIGTERM, which the launcher passes on
+                               to every rank, time the ranks get to exit before they
+                               are killed (a second signal kills at once) [default: 5s]
       --run-id ID              run ID given to every rank, decimal or 0x-hex
                                [default: random]
   -x, --env NAME=VALUE         set an environment variable in every rank (repeatable)
@@ -40,8 +46,8 @@ its port to the launcher and receive every rank's address. Output lines are
 prefixed with the rank: [0] ...
 
 Exit status: 0 when every rank exited with 0; otherwise the first failing rank's
-code, 128+N if it was killed by signal N, 124 on a timeout, 2 for a usage error,
-1 for any other launch failure.
+code, 128+N if it was killed by signal N, 124 on a timeout, 128+N if the launcher
+was interrupted by signal N, 2 for a usage error, 1 for any other launch failure.
 ";
 
 /// A parsed `dinah-run` command line.
@@ -148,7 +154,9 @@ impl Cli {
                 "-h" | "--help" => return Ok(Self::Help),
                 "-V" | "--version" => return Ok(Self::Version),
                 "-v" | "--verbose" => verbose = true,
-                "-n" | "--ranks" => set(&mut options.ranks, "-n", parse_ranks(&value("-n")?)?)?,
+                "-n" | "-np" | "--np" | "--ranks" => {
+                    set(&mut options.ranks, "-n", parse_ranks(&value("-n")?)?)?;
+                }
                 "-t" | "--timeout" => set(
                     &mut options.timeout,
                     "--timeout",
@@ -167,6 +175,14 @@ impl Cli {
                     "--grace",
                     parse_duration("--grace", &value("--grace")?)?,
                 )?,
+                "--interrupt-grace" => {
+                    let flag = "--interrupt-grace";
+                    set(
+                        &mut options.interrupt_grace,
+                        flag,
+                        parse_duration(flag, &value(flag)?)?,
+                    )?;
+                }
                 "--run-id" => set(
                     &mut options.run_id,
                     "--run-id",
@@ -182,6 +198,7 @@ impl Cli {
         config.timeout = options.timeout.unwrap_or(DEFAULT_TIMEOUT);
         config.startup_timeout = options.startup_timeout.unwrap_or(DEFAULT_STARTUP_TIMEOUT);
         config.grace = options.grace.unwrap_or(Duration::ZERO);
+        config.interrupt_grace = options.interrupt_grace.unwrap_or(DEFAULT_INTERRUPT_GRACE);
         config.run_id = options.run_id;
         config.env = options.env;
         Ok(Self::Run { config, verbose })
@@ -194,6 +211,7 @@ struct Options {
     timeout: Option<Duration>,
     startup_timeout: Option<Duration>,
     grace: Option<Duration>,
+    interrupt_grace: Option<Duration>,
     run_id: Option<u64>,
     env: Vec<(OsString, OsString)>,
 }
@@ -206,10 +224,14 @@ fn set<T>(slot: &mut Option<T>, flag: &'static str, value: T) -> Result<(), Args
     }
 }
 
-/// `--flag=value` into (`--flag`, `value`), `-n4` into (`-n`, `4`).
+/// `--flag=value` into (`--flag`, `value`), `-n4` into (`-n`, `4`); `-np`
+/// (mpirun's spelling) is a flag of its own.
 fn split_option(text: &str) -> (&str, Option<String>) {
     if let Some((flag, value)) = text.split_once('=').filter(|_| text.starts_with("--")) {
         return (flag, Some(value.to_owned()));
+    }
+    if text == "-np" {
+        return (text, None);
     }
     for short in ["-n", "-t", "-x"] {
         if let Some(value) = text.strip_prefix(short).filter(|v| !v.is_empty()) {
@@ -336,6 +358,7 @@ mod tests {
             "--startup-timeout=250ms",
             "--grace",
             "3",
+            "--interrupt-grace=1500ms",
             "--run-id=0xff",
             "-x",
             "A=1",
@@ -347,6 +370,7 @@ mod tests {
         assert_eq!(config.timeout, Duration::from_secs(300));
         assert_eq!(config.startup_timeout, Duration::from_millis(250));
         assert_eq!(config.grace, Duration::from_secs(3));
+        assert_eq!(config.interrupt_grace, Duration::from_millis(1500));
         assert_eq!(config.run_id, Some(255));
         assert_eq!(
             config.env,
@@ -358,12 +382,23 @@ mod tests {
             (config.ranks.get(), config.timeout),
             (4, Duration::from_secs(7200))
         );
+        // mpirun's spellings of the rank count.
+        for np in [&["-np", "3"][..], &["--np", "3"], &["--np=3"]] {
+            let args: Vec<&str> = np.iter().copied().chain(["prog"]).collect();
+            let (config, _) = run(&args);
+            assert_eq!(config.ranks.get(), 3, "{np:?}");
+        }
+        assert_eq!(
+            parse(&["-np", "2", "-n", "2", "p"]),
+            Err(ArgsError::Repeated { flag: "-n" })
+        );
     }
 
     #[test]
     fn defaults_apply_when_options_are_absent() {
         let (config, _) = run(&["-n", "1", "prog"]);
         assert_eq!(config.timeout, DEFAULT_TIMEOUT);
+        assert_eq!(config.interrupt_grace, DEFAULT_INTERRUPT_GRACE);
         assert_eq!(config.run_id, None);
         assert!(config.env.is_empty());
         assert!(config.args.is_empty());
@@ -461,9 +496,11 @@ mod tests {
             "--timeout",
             "--startup-timeout",
             "--grace",
+            "--interrupt-grace",
             "--run-id",
             "--env",
             "--verbose",
+            "-np",
         ] {
             assert!(HELP.contains(option), "{option}");
         }

@@ -58,7 +58,8 @@ impl fmt::Display for ExitKind {
     }
 }
 
-fn signal_name(signal: i32) -> Option<&'static str> {
+/// The name of signal `signal`, for the common ones.
+pub(crate) fn signal_name(signal: i32) -> Option<&'static str> {
     Some(match signal {
         libc::SIGHUP => "SIGHUP",
         libc::SIGINT => "SIGINT",
@@ -124,6 +125,22 @@ pub(crate) fn kill_group(child: &mut Child) {
     let _ = unsafe { libc::kill(-pgid, libc::SIGKILL) };
     // The child may have moved to another group; kill it directly too.
     let _ = child.kill();
+}
+
+/// Sends `signal` to the process group of `child` (and to the child
+/// itself, in case it left its group); errors (the group is gone) need no
+/// handling, as the reaping sees that.
+pub(crate) fn signal_group(child: &Child, signal: i32) {
+    let Ok(pgid) = libc::pid_t::try_from(child.id()) else {
+        return;
+    };
+    // SAFETY: `kill` takes two integers and touches no memory of ours. As
+    // in `kill_group`, the child is not reaped, so its pid names its own
+    // group and nothing else.
+    unsafe {
+        let _ = libc::kill(-pgid, signal);
+        let _ = libc::kill(pgid, signal);
+    }
 }
 
 #[cfg(test)]
@@ -236,6 +253,16 @@ mod tests {
     }
 
     /// Is `pid` a live process (neither gone nor a zombie)?
+    #[test]
+    fn a_signal_reaches_the_rank_that_handles_it() {
+        let mut child = sh("trap 'exit 7' TERM; while :; do sleep 0.01; done");
+        // Let the shell install its trap before the signal.
+        std::thread::sleep(Duration::from_millis(200));
+        signal_group(&child, libc::SIGTERM);
+        let status = wait_until(&mut child, soon()).unwrap().expect("exited");
+        assert_eq!(ExitKind::from_status(status), ExitKind::Code(7));
+    }
+
     fn is_alive(pid: u32) -> bool {
         match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
             // The state follows the parenthesised command name.

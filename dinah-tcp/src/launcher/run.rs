@@ -21,15 +21,17 @@ use std::thread;
 use std::time::{Duration, Instant, SystemTime};
 
 mod arrivals;
+mod rejections;
 mod rendezvous;
 
 use arrivals::Arrivals;
+use rejections::Rejections;
 
 use super::process::{self, SpawnSpec};
 use super::{
     ENV_LAUNCH_TIMEOUT_MS, ENV_LAUNCHER, ENV_RANK, ENV_RUN_ID, ENV_WORLD_SIZE, ExitKind,
-    LaunchConfig, LaunchEvent, LaunchReport, MAX_RANKS, Message, OutputSink, RankReport, Refusal,
-    Stream, output, write_message,
+    Interrupts, LaunchConfig, LaunchEvent, LaunchReport, MAX_RANKS, Message, OutputSink,
+    RankReport, Refusal, Stream, output, write_message,
 };
 use crate::auth::{ENV_KEY, RunKey};
 use crate::launch_error::{LaunchError, LaunchOp, LaunchPhase};
@@ -71,6 +73,21 @@ const WRITE_LIMIT: Duration = Duration::from_secs(5);
 /// # Ok::<(), dinah_core::IdError>(())
 /// ```
 pub fn launch(config: &LaunchConfig, sink: Arc<dyn OutputSink>) -> LaunchReport {
+    launch_until(config, sink, &Interrupts::new())
+}
+
+/// [`launch`], ended early by `interrupts`: the first interrupt is passed
+/// on to the process group of every rank still running, which then has
+/// [`LaunchConfig::interrupt_grace`] to exit before it is killed; a second
+/// interrupt kills at once. The run then fails with
+/// [`LaunchError::Interrupted`] (unless it had failed before).
+///
+/// [`LaunchConfig::interrupt_grace`]: super::LaunchConfig#structfield.interrupt_grace
+pub fn launch_until(
+    config: &LaunchConfig,
+    sink: Arc<dyn OutputSink>,
+    interrupts: &Interrupts,
+) -> LaunchReport {
     let world = config.ranks.get();
     let run_id = config.run_id.unwrap_or_else(random_run_id);
     let mut report = LaunchReport {
@@ -110,7 +127,7 @@ pub fn launch(config: &LaunchConfig, sink: Arc<dyn OutputSink>) -> LaunchReport 
     report.control = Some(control);
     sink.event(&LaunchEvent::Listening { control, run_id });
 
-    let mut supervisor = Supervisor::new(config, &sink, report, key);
+    let mut supervisor = Supervisor::new(config, &sink, report, key, interrupts);
     let (pump_done, pumps_done) = mpsc::channel();
     let mut pumps = 0;
     for rank in 0..world {
@@ -184,6 +201,11 @@ struct Supervisor<'a> {
     arrivals: Arrivals,
     /// The run's key, handed to every rank in [`ENV_KEY`].
     key: RunKey,
+    /// The signals the launcher was sent, and how many of them were acted on.
+    interrupts: &'a Interrupts,
+    interrupts_handled: u32,
+    /// Refused connections not yet reported.
+    rejections: Rejections,
 }
 
 impl<'a> Supervisor<'a> {
@@ -192,6 +214,7 @@ impl<'a> Supervisor<'a> {
         sink: &'a Arc<dyn OutputSink>,
         report: LaunchReport,
         key: RunKey,
+        interrupts: &'a Interrupts,
     ) -> Self {
         let world = config.ranks.get();
         let started = Instant::now();
@@ -212,6 +235,9 @@ impl<'a> Supervisor<'a> {
             killed_at: None,
             arrivals: Arrivals::default(),
             key,
+            interrupts,
+            interrupts_handled: 0,
+            rejections: Rejections::new(started),
         }
     }
 
@@ -256,8 +282,9 @@ impl<'a> Supervisor<'a> {
         };
         let mut child = process::spawn(&spec).map_err(|source| {
             (
-                LaunchError::Io {
-                    op: LaunchOp::Spawn { rank },
+                LaunchError::Spawn {
+                    rank,
+                    program: self.config.program.clone(),
                     source,
                 },
                 0,
@@ -330,6 +357,10 @@ impl<'a> Supervisor<'a> {
             self.reap();
             self.rendezvous();
             let now = Instant::now();
+            self.check_interrupts(now);
+            if let Some(event) = self.rejections.summary(now, false) {
+                self.sink.event(&event);
+            }
             self.check_deadlines(now);
             if self.children.iter().all(Option::is_none) {
                 break;
@@ -342,6 +373,37 @@ impl<'a> Supervisor<'a> {
             }
         }
         self.lifelines.clear();
+        if let Some(event) = self.rejections.summary(Instant::now(), true) {
+            self.sink.event(&event);
+        }
+    }
+
+    /// Acts on new interrupts: the first is passed on to every rank still
+    /// running, which then has the interrupt grace to exit; a second one
+    /// kills them now.
+    fn check_interrupts(&mut self, now: Instant) {
+        let (count, signal) = self.interrupts.seen();
+        if count == self.interrupts_handled {
+            return;
+        }
+        if self.interrupts_handled == 0 {
+            let mut ranks = 0;
+            for child in self.children.iter().flatten() {
+                process::signal_group(child, signal);
+                ranks += 1;
+            }
+            self.sink.event(&LaunchEvent::Forwarded { signal, ranks });
+            let grace = self.config.interrupt_grace;
+            self.fail(LaunchError::Interrupted { signal }, Refusal::Aborted, grace);
+            // A run that had failed already keeps its error and its own
+            // kill time, if that comes sooner.
+            let at = (now + grace).min(self.run_deadline);
+            self.kill_at = Some(self.kill_at.map_or(at, |kill_at| kill_at.min(at)));
+        }
+        if count >= 2 {
+            self.kill_at = Some(now);
+        }
+        self.interrupts_handled = count;
     }
 
     fn reap(&mut self) {

@@ -52,7 +52,9 @@ impl Supervisor<'_> {
         refusal: Option<Refusal>,
     ) {
         self.report.rejected_connections += 1;
-        self.sink.event(&LaunchEvent::Rejected { peer });
+        if let Some(event) = self.rejections.refused(peer, Instant::now()) {
+            self.sink.event(&event);
+        }
         if let Some(refusal) = refusal {
             let _ = write_message(
                 &mut stream,

@@ -176,21 +176,20 @@ fn too_many_ranks_are_refused_before_anything_starts() {
 }
 
 #[test]
-fn a_program_that_cannot_start_is_an_io_error_naming_the_rank() {
+fn a_program_that_cannot_start_is_an_error_naming_the_rank_and_the_program() {
     let config = LaunchConfig::new(
         WorldSize::new(2).unwrap(),
         "/nonexistent/dinah-no-such-program",
     );
     let report = launch(&config, Arc::new(Record::default()));
     assert!(
-        matches!(
-            report.error(),
-            Some(LaunchError::Io {
-                op: crate::LaunchOp::Spawn { rank: 0 },
-                ..
-            })
-        ),
+        matches!(report.error(), Some(LaunchError::Spawn { rank: 0, .. })),
         "{report}"
+    );
+    let text = report.to_string();
+    assert!(
+        text.starts_with("cannot start rank 0 as `/nonexistent/dinah-no-such-program`: "),
+        "{text}"
     );
     assert!(report.ranks().iter().all(|rank| rank.pid.is_none()));
 }

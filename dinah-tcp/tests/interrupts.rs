@@ -1,0 +1,115 @@
+//! `dinah-run` interrupted: `SIGINT` or `SIGTERM` sent to the launcher is
+//! passed on to every rank, the ranks get the interrupt grace to exit, and
+//! then they are killed; a second signal kills them at once. The exit code
+//! is `128 + N` for signal N, as a shell reports an interrupted command.
+//!
+//! The ranks are `/bin/sh` one-liners. Rank 0 sends the signal to its
+//! parent, the launcher, once every rank has set its trap (each leaves a
+//! file in a directory of this test's own). Timeouts bound every wait; a
+//! kill that never came would hold the launcher past the harness's
+//! patience, which fails the test.
+
+use std::path::PathBuf;
+
+#[path = "support/launch.rs"]
+mod launch;
+
+use launch::{dinah_run, sh};
+
+/// A fresh directory for the ranks' "trap set" files.
+fn ready_dir(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("dinah-interrupts-{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("the test's directory");
+    dir
+}
+
+/// A rank script: `trap` as its first command; then it marks itself
+/// ready, rank 0 waits (at most 30 s) for every rank's mark and runs
+/// `signal` (commands run against the launcher, `$PPID`), and every rank
+/// idles until a signal ends it.
+fn script(trap: &str, signal: &str) -> String {
+    format!(
+        r#"{trap}
+touch "$READY/$DINAH_RANK"
+if [ "$DINAH_RANK" = 0 ]; then
+  i=0
+  while [ "$(ls "$READY" | wc -l)" -lt "$DINAH_WORLD_SIZE" ] && [ $i -lt 3000 ]; do sleep 0.01; i=$((i+1)); done
+  {signal}
+fi
+while :; do sleep 0.05; done"#
+    )
+}
+
+#[test]
+fn sigint_is_passed_on_to_every_rank_and_the_run_ends_with_130() {
+    let dir = ready_dir("int");
+    let env = format!("READY={}", dir.display());
+    let run = sh(
+        3,
+        &["-x", &env],
+        &script(r#"trap 'echo "got INT"; exit 0' INT"#, "kill -INT $PPID"),
+    );
+    assert_eq!(run.code(), Some(130), "{run:?}");
+    for rank in 0..3 {
+        assert_eq!(run.lines_of(rank), ["got INT"], "{run:?}");
+    }
+    assert!(
+        run.stderr
+            .contains("interrupted by signal 2 (SIGINT), passed on to every rank"),
+        "{run:?}"
+    );
+    assert!(!run.stderr.contains("killed"), "{run:?}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn ranks_that_ignore_sigterm_are_killed_after_the_interrupt_grace() {
+    let dir = ready_dir("term");
+    let env = format!("READY={}", dir.display());
+    let run = sh(
+        2,
+        &["-x", &env, "--interrupt-grace", "300ms", "-v"],
+        &script("trap '' TERM", "kill -TERM $PPID"),
+    );
+    assert_eq!(run.code(), Some(143), "{run:?}");
+    assert!(
+        run.stderr
+            .contains("dinah-run: passed SIGTERM on to 2 rank(s)"),
+        "{run:?}"
+    );
+    assert!(
+        run.stderr
+            .contains("interrupted by signal 15 (SIGTERM), passed on to every rank"),
+        "{run:?}"
+    );
+    assert!(run.stderr.contains("killed rank(s) 0, 1"), "{run:?}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn a_second_interrupt_kills_the_ranks_at_once() {
+    let dir = ready_dir("twice");
+    let env = format!("READY={}", dir.display());
+    // Without the second signal the ranks would be killed only after ten
+    // minutes (the grace and the run timeout alike), past the harness's
+    // patience.
+    let script = script("trap '' INT", "kill -INT $PPID; sleep 0.2; kill -INT $PPID");
+    let run = dinah_run(&[
+        "-n",
+        "2",
+        "--timeout",
+        "10m",
+        "--interrupt-grace",
+        "10m",
+        "-x",
+        &env,
+        "--",
+        "/bin/sh",
+        "-c",
+        &script,
+    ]);
+    assert_eq!(run.code(), Some(130), "{run:?}");
+    assert!(run.stderr.contains("killed rank(s) 0, 1"), "{run:?}");
+    let _ = std::fs::remove_dir_all(dir);
+}
