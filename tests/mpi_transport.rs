@@ -783,8 +783,9 @@ fn wait_for_answers_sent(ctx: &mut RankCtx, running: usize) {
 /// is nobody to stop: the rank checks that liveness leaves it alone.
 fn a_stopped_rank_is_declared_down_within_the_liveness_timeout(world: &SimpleCommunicator) {
     let (me, size) = rank_of(world);
+    let freezer = freeze::Freezer::prepare();
     let mut pids = vec![0u32; size as usize];
-    world.all_gather_into(&std::process::id(), &mut pids[..]);
+    world.all_gather_into(&freezer.pid(), &mut pids[..]);
     let state = Arc::new(RankState::default());
     let builder = conformance::builder(&state);
     let hello = builder.hello().expect("hello");
@@ -813,7 +814,8 @@ fn a_stopped_rank_is_declared_down_within_the_liveness_timeout(world: &SimpleCom
         ctx.wait_until("the others' calls", move |ctx| {
             ctx.rt().stats().serve.served >= u64::from(2 * (size - 1))
         });
-        freeze::freeze_until_woken();
+        let resumed_unwoken = freezer.freeze_until_woken();
+        println!("mpi_transport: rank {me}: resumed without a wake {resumed_unwoken} time(s)");
         // Woken by rank 0 after the others shut down.
         let report = ctx.take_runtime().shutdown(Duration::from_secs(20));
         println!("mpi_transport: rank {me}: woke up; shutdown: {report:?}");
@@ -852,7 +854,8 @@ fn a_stopped_rank_is_declared_down_within_the_liveness_timeout(world: &SimpleCom
         last.get()
     );
     if me == 0 {
-        freeze::wake(pids[last.index()]);
+        // Kept awake while this rank lives: the steps that follow need it.
+        drop(freeze::wake(pids[last.index()]));
     }
 }
 

@@ -17,7 +17,7 @@ mod freeze;
 #[path = "support/launch.rs"]
 mod launch;
 
-use freeze::{freeze_until_woken, wake};
+use freeze::{Freezer, wake};
 use launch::{dinah_run, in_rank, say, self_as_rank};
 
 /// The liveness timeout of these ranks.
@@ -72,6 +72,10 @@ fn a_stopped_rank_is_declared_down_and_the_others_shut_down_cleanly() {
 }
 
 /// One rank of the run: rank 2 stops itself; ranks 0 and 1 wait on it.
+#[expect(
+    clippy::print_stderr,
+    reason = "rank 2 reports how often the kernel resumed it unwoken, for the CI log"
+)]
 fn stopped_rank_program() {
     let launch = LaunchEnv::from_env().expect("started by dinah-run");
     let (me, run_id) = (launch.rank().get(), launch.run_id());
@@ -84,10 +88,11 @@ fn stopped_rank_program() {
     let mut runtime = builder.start(handle, driver).unwrap();
     runtime.barrier(PATIENT).expect("all three meet");
     if me == 2 {
-        let pid = std::process::id();
-        std::fs::write(pid_file(run_id), format!("{pid}\n")).unwrap();
+        let freezer = Freezer::prepare();
+        std::fs::write(pid_file(run_id), format!("{}\n", freezer.pid())).unwrap();
         // Stopped here until rank 0 wakes it.
-        freeze_until_woken();
+        let resumed_unwoken = freezer.freeze_until_woken();
+        eprintln!("rank 2: resumed without a wake {resumed_unwoken} time(s)");
         let found = runtime.all_reduce(1u64, |a, b| a + b, Duration::from_secs(10));
         say(&format!(
             "woke up and found its peers gone: {}",
@@ -119,7 +124,8 @@ fn stopped_rank_program() {
         say(&format!("shutdown: {report}"));
     }
     if me == 0 {
-        wake(pid);
+        // Kept awake until it has ended.
+        wake(pid).join().expect("the keeper thread");
         let _ = std::fs::remove_file(pid_file(run_id));
     }
 }

@@ -30,7 +30,10 @@ use signal_hook::iterator::Signals;
 const USAGE_ERROR: u8 = 2;
 
 /// Catches `SIGINT` and `SIGTERM` from now on, recording each in the
-/// returned [`Interrupts`] from a thread of its own.
+/// returned [`Interrupts`] from a thread of its own. The third signal is
+/// not recorded but acted on as if uncaught: the launcher dies of it (even
+/// if its loop is stuck), and its ranks follow it when their lifelines
+/// close.
 ///
 /// # Errors
 ///
@@ -44,6 +47,9 @@ fn catch_interrupts() -> std::io::Result<Arc<Interrupts>> {
         .name("dinah-run-signals".into())
         .spawn(move || {
             for signal in signals.forever() {
+                if recorder.seen().0 >= 2 {
+                    let _ = signal_hook::low_level::emulate_default_handler(signal);
+                }
                 recorder.raise(signal);
             }
         })?;

@@ -18,7 +18,7 @@ dinah-run: start N local ranks of a dinah program (like mpirun for dinah's TCP t
 Usage: dinah-run -n N [OPTIONS] [--] PROGRAM [ARGS...]
 
 Options:
-  -n, -np, --ranks N           number of ranks to start (1 to 4096)
+  -n, -np, --np, --ranks N     number of ranks to start (1 to 4096)
   -t, --timeout DURATION       bound on the whole run; ranks still running then are
                                killed and the run fails [default: 10m]
       --startup-timeout DURATION
@@ -29,7 +29,8 @@ Options:
       --interrupt-grace DURATION
                                after SIGINT or SIGTERM, which the launcher passes on
                                to every rank, time the ranks get to exit before they
-                               are killed (a second signal kills at once) [default: 5s]
+                               are killed (a second signal kills at once; a third
+                               ends the launcher) [default: 5s]
       --run-id ID              run ID given to every rank, decimal or 0x-hex
                                [default: random]
   -x, --env NAME=VALUE         set an environment variable in every rank (repeatable)

@@ -127,9 +127,10 @@ pub(crate) fn kill_group(child: &mut Child) {
     let _ = child.kill();
 }
 
-/// Sends `signal` to the process group of `child` (and to the child
-/// itself, in case it left its group); errors (the group is gone) need no
-/// handling, as the reaping sees that.
+/// Sends `signal` to the process group of `child`, or to the child alone
+/// if that fails (it left its group, and took the group's ID with it). A
+/// rank so hears it once. An error (the rank is gone) needs no handling:
+/// reaping sees that.
 pub(crate) fn signal_group(child: &Child, signal: i32) {
     let Ok(pgid) = libc::pid_t::try_from(child.id()) else {
         return;
@@ -138,8 +139,9 @@ pub(crate) fn signal_group(child: &Child, signal: i32) {
     // in `kill_group`, the child is not reaped, so its pid names its own
     // group and nothing else.
     unsafe {
-        let _ = libc::kill(-pgid, signal);
-        let _ = libc::kill(pgid, signal);
+        if libc::kill(-pgid, signal) != 0 {
+            let _ = libc::kill(pgid, signal);
+        }
     }
 }
 
@@ -252,17 +254,24 @@ mod tests {
         }
     }
 
-    /// Is `pid` a live process (neither gone nor a zombie)?
     #[test]
     fn a_signal_reaches_the_rank_that_handles_it() {
-        let mut child = sh("trap 'exit 7' TERM; while :; do sleep 0.01; done");
-        // Let the shell install its trap before the signal.
-        std::thread::sleep(Duration::from_millis(200));
+        let mut child = sh("trap 'exit 7' TERM; echo ready; while :; do sleep 0.01; done");
+        // The shell prints once its trap is set.
+        let mut ready = [0u8; 6];
+        child
+            .stdout
+            .as_mut()
+            .expect("piped")
+            .read_exact(&mut ready)
+            .unwrap();
+        assert_eq!(&ready, b"ready\n");
         signal_group(&child, libc::SIGTERM);
         let status = wait_until(&mut child, soon()).unwrap().expect("exited");
         assert_eq!(ExitKind::from_status(status), ExitKind::Code(7));
     }
 
+    /// Is `pid` a live process (neither gone nor a zombie)?
     fn is_alive(pid: u32) -> bool {
         match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
             // The state follows the parenthesised command name.

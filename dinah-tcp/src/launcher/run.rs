@@ -131,6 +131,11 @@ pub fn launch_until(
     let (pump_done, pumps_done) = mpsc::channel();
     let mut pumps = 0;
     for rank in 0..world {
+        // Interrupted while starting: start no more; the loop below passes
+        // the signal on to those already running.
+        if interrupts.seen().0 > 0 {
+            break;
+        }
         match supervisor.spawn_rank(rank, control, &pump_done) {
             Ok(started) => pumps += started,
             Err((error, started)) => {
@@ -384,6 +389,12 @@ impl<'a> Supervisor<'a> {
     fn check_interrupts(&mut self, now: Instant) {
         let (count, signal) = self.interrupts.seen();
         if count == self.interrupts_handled {
+            return;
+        }
+        if self.children.iter().all(Option::is_none) {
+            // Every rank has exited: the run is over, the signal too late
+            // to change it.
+            self.interrupts_handled = count;
             return;
         }
         if self.interrupts_handled == 0 {
