@@ -133,7 +133,13 @@ pub fn launch_until(
     for rank in 0..world {
         // Interrupted while starting: start no more; the loop below passes
         // the signal on to those already running.
-        if interrupts.seen().0 > 0 {
+        let (interrupted, signal) = interrupts.seen();
+        if interrupted > 0 {
+            supervisor.fail(
+                LaunchError::Interrupted { signal },
+                Refusal::Aborted,
+                config.interrupt_grace,
+            );
             break;
         }
         match supervisor.spawn_rank(rank, control, &pump_done) {

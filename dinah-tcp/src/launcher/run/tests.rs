@@ -1,5 +1,6 @@
 //! [`launch`](super::launch) with `/bin/sh` one-liners as ranks: the typed
-//! outcome of success, a failure, a start-up timeout and a refused size.
+//! outcome of success, a failure, a start-up timeout, a refused size and
+//! an interrupt before the start.
 //! (`dinah-tcp/tests/dinah_run.rs` runs the binary, with ranks that talk
 //! to the launcher.)
 
@@ -10,7 +11,8 @@ use dinah_core::WorldSize;
 
 use crate::launch_error::{LaunchError, LaunchPhase};
 use crate::launcher::{
-    ExitKind, LaunchConfig, LaunchEvent, LaunchReport, MAX_RANKS, OutputSink, Stream, launch,
+    ExitKind, Interrupts, LaunchConfig, LaunchEvent, LaunchReport, MAX_RANKS, OutputSink, Stream,
+    launch, launch_until,
 };
 
 #[derive(Default)]
@@ -191,5 +193,22 @@ fn a_program_that_cannot_start_is_an_error_naming_the_rank_and_the_program() {
         text.starts_with("cannot start rank 0 as `/nonexistent/dinah-no-such-program`: "),
         "{text}"
     );
+    assert!(report.ranks().iter().all(|rank| rank.pid.is_none()));
+}
+
+#[test]
+fn an_interrupt_before_the_start_starts_nothing_and_fails_the_run() {
+    let config = LaunchConfig::new(WorldSize::new(3).unwrap(), "/bin/true");
+    let interrupts = Interrupts::new();
+    interrupts.raise(libc::SIGINT);
+    let report = launch_until(&config, Arc::new(Record::default()), &interrupts);
+    assert!(
+        matches!(
+            report.error(),
+            Some(LaunchError::Interrupted { signal }) if *signal == libc::SIGINT
+        ),
+        "{report}"
+    );
+    assert_eq!(report.exit_code(), 130);
     assert!(report.ranks().iter().all(|rank| rank.pid.is_none()));
 }
