@@ -94,9 +94,16 @@ fn ranks_that_outlive_sigterm_are_killed_after_the_interrupt_grace() {
 fn a_second_interrupt_kills_the_ranks_at_once() {
     let dir = ready_dir("twice");
     let env = format!("READY={}", dir.display());
-    // Without the second signal the ranks would be killed only after the
-    // grace of a minute.
-    let script = script("trap '' INT", "kill -INT $PPID; sleep 0.2; kill -INT $PPID");
+    // The ranks note the signal and carry on; rank 0 sends the second one
+    // once the first reached it. Without the second signal the ranks would
+    // be killed only after the grace of a minute.
+    let script = script(
+        r#"trap 'touch "$READY/int-$DINAH_RANK"' INT"#,
+        r#"kill -INT $PPID
+  i=0
+  while [ ! -e "$READY/int-0" ] && [ $i -lt 3000 ]; do sleep 0.01; i=$((i+1)); done
+  kill -INT $PPID"#,
+    );
     let started = Instant::now();
     let run = dinah_run(&[
         "-n",

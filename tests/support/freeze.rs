@@ -112,15 +112,15 @@ pub(crate) fn wake(pid: u32) -> JoinHandle<()> {
         std::thread::sleep(Duration::from_millis(10));
     }
     std::thread::spawn(move || {
-        while is_running(pid) {
+        while is_alive(pid) {
             let _ = send("-CONT", pid);
             std::thread::sleep(Duration::from_millis(50));
         }
     })
 }
 
-/// Is `pid` a process that has not ended (neither gone nor a zombie)?
-fn is_running(pid: u32) -> bool {
+/// Is `pid` a live process (neither gone nor a zombie)?
+fn is_alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         // The state follows the parenthesised command name.
         Ok(stat) => stat
