@@ -158,15 +158,38 @@ impl RunKey {
             .map_err(|_| TcpError::AuthFailed { peer, addr })
     }
 
-    fn mac(&self, role: Role, transcript: &Transcript) -> Hmac<Sha256> {
+    /// `HMAC-SHA256(key, label ‖ parts…)`: a tag over a message outside
+    /// the transport's handshake (the coordinator's rendezvous).
+    pub(crate) fn seal(&self, label: &[u8], parts: &[&[u8]]) -> [u8; TAG_LEN] {
+        self.keyed(label, parts).finalize().into_bytes().into()
+    }
+
+    /// Whether `tag` is [`seal`](Self::seal)'s tag over the same label and
+    /// parts under this key, compared in constant time.
+    pub(crate) fn opens(&self, label: &[u8], parts: &[&[u8]], tag: &[u8]) -> bool {
+        self.keyed(label, parts).verify_slice(tag).is_ok()
+    }
+
+    fn keyed(&self, label: &[u8], parts: &[&[u8]]) -> Hmac<Sha256> {
         let mut mac =
             <Hmac<Sha256> as Mac>::new_from_slice(&self.0).expect("HMAC takes keys of any length");
-        mac.update(role.label());
-        mac.update(&transcript.dialler_hello);
-        mac.update(&transcript.dialler_nonce);
-        mac.update(&transcript.listener_hello);
-        mac.update(&transcript.listener_nonce);
+        mac.update(label);
+        for part in parts {
+            mac.update(part);
+        }
         mac
+    }
+
+    fn mac(&self, role: Role, transcript: &Transcript) -> Hmac<Sha256> {
+        self.keyed(
+            role.label(),
+            &[
+                &transcript.dialler_hello,
+                &transcript.dialler_nonce,
+                &transcript.listener_hello,
+                &transcript.listener_nonce,
+            ],
+        )
     }
 }
 

@@ -1,38 +1,82 @@
-//! A rank's side of `dinah-run`: who am I, and where is everyone else?
+//! A rank's side of a launch: who am I, and where is everyone else?
+//!
+//! [`LaunchEnv::from_env`] reads the rank and the world size from whichever
+//! launcher started the process (`vars.rs`), and how the ranks learn each
+//! other's addresses ([`AddressSource`]): from `dinah-run` (`dinah_run.rs`),
+//! from rank 0 acting as the coordinator (`coordinator.rs`), or from a
+//! static hostfile (`hostfile.rs`). [`LaunchEnv::rendezvous`] then binds
+//! this rank's listener and returns the [`Membership`] the transport
+//! connects with.
 
 use std::ffi::OsString;
-use std::io::{self, Read};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
-use std::thread;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use dinah_core::{Rank, WorldSize};
 
-use crate::launch_error::{EnvProblem, LaunchError, LaunchOp, LaunchPhase};
-use crate::launcher::{
-    ControlError, DEFAULT_STARTUP_TIMEOUT, ENV_LAUNCH_TIMEOUT_MS, ENV_LAUNCHER, ENV_RANK,
-    ENV_RUN_ID, ENV_WORLD_SIZE, MAX_RANKS, Message, ReadError, Report, read_message, write_message,
-};
+use crate::auth::RunKey;
+use crate::launch_error::{EnvProblem, LaunchError, LaunchOp};
+use crate::launcher::{DEFAULT_STARTUP_TIMEOUT, ENV_LAUNCH_TIMEOUT_MS, ENV_LAUNCHER};
 use crate::membership::Membership;
 
-/// The exit code of a rank whose launcher went away (its control
-/// connection closed) after the rendezvous.
-pub const EXIT_LAUNCHER_GONE: i32 = 75;
+mod coordinator;
+mod dinah_run;
+mod hostfile;
+pub(crate) mod vars;
 
-/// The first pause before reporting again on a new connection, after the
-/// launcher closed the last one without an answer.
-const REPORT_AGAIN_MIN: Duration = Duration::from_millis(2);
+use dinah_run::DinahRun;
+pub use dinah_run::EXIT_LAUNCHER_GONE;
+pub use hostfile::HostfileError;
+pub use vars::Launcher;
+use vars::{Vars, env_error};
 
-/// The longest pause between two reports.
-const REPORT_AGAIN_MAX: Duration = Duration::from_millis(250);
+/// The environment variable naming rank 0's `host:port`, where it serves
+/// as the coordinator of the rendezvous.
+pub const ENV_COORDINATOR: &str = "DINAH_COORDINATOR";
 
-/// What `dinah-run` put in this process's environment: its rank, the world
-/// size, the run ID, and how to reach the launcher.
+/// The environment variable naming a hostfile: one `rank host:port` line
+/// per rank.
+pub const ENV_HOSTFILE: &str = "DINAH_HOSTFILE";
+
+/// The environment variable naming the IP address this rank's listener
+/// binds (`0.0.0.0` or `::` for every interface).
+pub const ENV_BIND: &str = "DINAH_BIND";
+
+/// How the ranks of a run learn each other's addresses.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AddressSource {
+    /// From `dinah-run`, over its control connection (`DINAH_LAUNCHER`).
+    DinahRun {
+        /// The launcher's control address.
+        control: SocketAddr,
+    },
+    /// From rank 0, which listens at this `host:port`
+    /// (`DINAH_COORDINATOR`) and hands every rank the list of all.
+    Coordinator {
+        /// The coordinator's address as given.
+        addr: String,
+    },
+    /// From a hostfile (`DINAH_HOSTFILE`), read when the environment is.
+    Hostfile {
+        /// The file.
+        path: PathBuf,
+        /// Every rank's address from it, in rank order.
+        addrs: Vec<SocketAddr>,
+    },
+}
+
+/// What the launcher put in this process's environment: its rank, the
+/// world size, the run ID, and how to learn every rank's address.
 ///
 /// A rank reads it first (the run ID goes to `Runtime::builder`), then calls
-/// [`rendezvous`](Self::rendezvous) to learn every rank's address.
+/// [`rendezvous`](Self::rendezvous) for its [`Membership`].
 /// [`Membership::from_env`] does both steps when the run ID is not needed
 /// separately.
+///
+/// The same program runs under `dinah-run`, `srun`, `mpirun` or `mpiexec`
+/// (or by hand): see [`from_env`](Self::from_env) for what is read.
 ///
 /// # Examples
 ///
@@ -51,25 +95,40 @@ const REPORT_AGAIN_MAX: Duration = Duration::from_millis(250);
 /// # drop(runtime);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LaunchEnv {
     rank: Rank,
     world: WorldSize,
     run_id: u64,
-    launcher: SocketAddr,
+    launcher: Launcher,
+    addresses: AddressSource,
+    bind: Option<IpAddr>,
     timeout: Duration,
+    authenticate: bool,
 }
 
 impl LaunchEnv {
-    /// Reads `DINAH_RANK`, `DINAH_WORLD_SIZE`, `DINAH_RUN_ID`,
-    /// `DINAH_LAUNCHER` and `DINAH_LAUNCH_TIMEOUT_MS` (the last is
-    /// optional: 30 s if absent).
+    /// Reads the environment:
+    ///
+    /// - **rank and world size**: `DINAH_RANK`/`DINAH_WORLD_SIZE`, else
+    ///   OpenMPI's `OMPI_COMM_WORLD_RANK`/`_SIZE`, else PMI's
+    ///   `PMI_RANK`/`PMI_SIZE` (MPICH's Hydra, Intel MPI), else PMIx's
+    ///   `PMIX_RANK`, else Slurm's `SLURM_PROCID`/`SLURM_NTASKS`;
+    /// - **addresses**: `DINAH_LAUNCHER` (set by `dinah-run`), else
+    ///   `DINAH_HOSTFILE`, else `DINAH_COORDINATOR`;
+    /// - **run ID**: `DINAH_RUN_ID` (which `dinah-run` sets), else a
+    ///   digest of the launcher's job (Slurm's job and step IDs, the PMIx
+    ///   namespace, OpenMPI's job ID, PMI's KVS name), else a digest of the
+    ///   coordinator's address or the hostfile's text;
+    /// - `DINAH_BIND`: the IP address to listen on (optional);
+    /// - `DINAH_LAUNCH_TIMEOUT_MS`: the rendezvous's limit (30 s if unset).
     ///
     /// # Errors
     ///
     /// [`LaunchError::Env`] naming the first variable that is missing or
-    /// does not parse (a missing `DINAH_RANK` means the program was not
-    /// started by `dinah-run`).
+    /// does not parse (`DINAH_RANK` when no launcher's variables are set,
+    /// `DINAH_COORDINATOR` when nothing says how to meet);
+    /// [`LaunchError::Hostfile`] if the hostfile cannot be used.
     pub fn from_env() -> Result<Self, LaunchError> {
         Self::from_lookup(|name| std::env::var_os(name))
     }
@@ -79,60 +138,74 @@ impl LaunchEnv {
     pub(crate) fn from_lookup(
         lookup: impl Fn(&str) -> Option<OsString>,
     ) -> Result<Self, LaunchError> {
-        let var = |name: &'static str| -> Result<String, LaunchError> {
-            let value = lookup(name).ok_or(LaunchError::Env {
-                var: name,
-                problem: EnvProblem::Missing,
-            })?;
-            value.into_string().map_err(|_| LaunchError::Env {
-                var: name,
-                problem: EnvProblem::NotUnicode,
-            })
-        };
-        let invalid = |var: &'static str| LaunchError::Env {
-            var,
-            problem: EnvProblem::Invalid,
-        };
-        let rank: u32 = var(ENV_RANK)?
-            .trim()
-            .parse()
-            .map_err(|_| invalid(ENV_RANK))?;
-        let world: u32 = var(ENV_WORLD_SIZE)?
-            .trim()
-            .parse()
-            .map_err(|_| invalid(ENV_WORLD_SIZE))?;
-        let world = WorldSize::new(world)
-            .ok()
-            .filter(|w| w.get() <= MAX_RANKS)
-            .ok_or(invalid(ENV_WORLD_SIZE))?;
-        let rank = world.rank(rank).map_err(|_| invalid(ENV_RANK))?;
-        let run_id = var(ENV_RUN_ID)?
-            .trim()
-            .parse()
-            .map_err(|_| invalid(ENV_RUN_ID))?;
-        let launcher = var(ENV_LAUNCHER)?
-            .trim()
-            .parse()
-            .map_err(|_| invalid(ENV_LAUNCHER))?;
-        let timeout = match var(ENV_LAUNCH_TIMEOUT_MS) {
-            Ok(ms) => Duration::from_millis(
-                ms.trim()
-                    .parse()
-                    .map_err(|_| invalid(ENV_LAUNCH_TIMEOUT_MS))?,
-            ),
-            Err(LaunchError::Env {
-                problem: EnvProblem::Missing,
-                ..
-            }) => DEFAULT_STARTUP_TIMEOUT,
-            Err(other) => return Err(other),
+        let vars = Vars(lookup);
+        let (mut launcher, rank, world) = vars.placement()?;
+        let timeout = vars
+            .parse(ENV_LAUNCH_TIMEOUT_MS, |s| s.parse().ok())?
+            .map_or(DEFAULT_STARTUP_TIMEOUT, Duration::from_millis);
+        let bind = vars.parse(ENV_BIND, |s| s.parse().ok())?;
+        let (addresses, shared) =
+            if let Some(control) = vars.parse(ENV_LAUNCHER, |s| s.parse().ok())? {
+                if launcher != Launcher::Manual {
+                    // dinah-run always sets DINAH_RANK; another launcher's
+                    // variables alone do not belong to its launch.
+                    return Err(env_error(crate::launcher::ENV_RANK, EnvProblem::Missing));
+                }
+                launcher = Launcher::DinahRun;
+                (AddressSource::DinahRun { control }, None)
+            } else if let Some(path) = vars.get(ENV_HOSTFILE)? {
+                let path = PathBuf::from(path.trim());
+                let text = std::fs::read_to_string(&path).map_err(|e| LaunchError::Hostfile {
+                    path: path.clone(),
+                    error: HostfileError::Read { kind: e.kind() },
+                })?;
+                let addrs = hostfile::parse(&text, world, hostfile::resolve).map_err(|error| {
+                    LaunchError::Hostfile {
+                        path: path.clone(),
+                        error,
+                    }
+                })?;
+                (AddressSource::Hostfile { path, addrs }, Some(text))
+            } else {
+                let addr = vars.require(ENV_COORDINATOR, |s| {
+                    // `host:port`: resolved at the rendezvous, checked here.
+                    let (host, port) = s.rsplit_once(':')?;
+                    (!host.is_empty() && port.parse::<u16>().is_ok()).then(|| s.to_owned())
+                })?;
+                let shared = addr.clone();
+                (AddressSource::Coordinator { addr }, Some(shared))
+            };
+        let run_id = match shared {
+            None => vars.require(crate::launcher::ENV_RUN_ID, |s| s.parse().ok())?,
+            Some(text) => vars.run_id(launcher, &text)?,
         };
         Ok(Self {
             rank,
             world,
             run_id,
             launcher,
+            addresses,
+            bind,
             timeout,
+            authenticate: true,
         })
+    }
+
+    /// A `dinah-run` rank's environment, for tests of its rendezvous.
+    #[cfg(test)]
+    pub(crate) fn for_dinah_run(run: DinahRun) -> Self {
+        Self {
+            rank: run.rank,
+            world: run.world,
+            run_id: run.run_id,
+            launcher: Launcher::DinahRun,
+            addresses: AddressSource::DinahRun {
+                control: run.launcher,
+            },
+            bind: None,
+            timeout: run.timeout,
+            authenticate: true,
+        }
     }
 
     /// This process's rank.
@@ -145,188 +218,208 @@ impl LaunchEnv {
         self.world
     }
 
-    /// The run ID (for `Runtime::builder`; ranks of other runs are refused
-    /// during the transport's handshake).
+    /// The run ID every rank of the run shares.
     pub fn run_id(&self) -> u64 {
         self.run_id
     }
 
-    /// The launcher's control address.
-    pub fn launcher(&self) -> SocketAddr {
+    /// The launcher that started this process.
+    pub fn launcher(&self) -> Launcher {
         self.launcher
     }
 
-    /// How long [`rendezvous`](Self::rendezvous) may take.
+    /// How this rank learns the others' addresses.
+    pub fn addresses(&self) -> &AddressSource {
+        &self.addresses
+    }
+
+    /// The IP address this rank's listener binds, if `DINAH_BIND` named
+    /// one.
+    pub fn bind(&self) -> Option<IpAddr> {
+        self.bind
+    }
+
+    /// How long [`rendezvous`](Self::rendezvous) waits for the addresses.
     pub fn timeout(&self) -> Duration {
         self.timeout
     }
 
-    /// Binds this rank's listener on `127.0.0.1:0`, then as
+    /// Turns the proof of membership off: the coordinator's rendezvous runs
+    /// without a key, and the membership is
+    /// [`without_authentication`](Membership::without_authentication).
+    /// Every rank of the run must do the same.
+    pub fn without_authentication(mut self) -> Self {
+        self.authenticate = false;
+        self
+    }
+
+    /// Binds this rank's listener, then as
     /// [`rendezvous_with`](Self::rendezvous_with).
+    ///
+    /// The listener binds `DINAH_BIND` if set, else: `127.0.0.1` under
+    /// `dinah-run`; this rank's own line of a hostfile (bound when the
+    /// transport connects); on rank 0 of a coordinated run, the
+    /// coordinator's address; on the others, the address this host
+    /// reaches the coordinator from. The port is the system's choice,
+    /// except with a hostfile.
     ///
     /// # Errors
     ///
     /// [`LaunchError::Io`] if the listener cannot be bound; otherwise as
     /// [`rendezvous_with`](Self::rendezvous_with).
     pub fn rendezvous(self) -> Result<Membership, LaunchError> {
-        let listener = crate::socket::bind((Ipv4Addr::LOCALHOST, 0).into()).map_err(|source| {
-            LaunchError::Io {
-                op: LaunchOp::BindListener,
-                source,
-            }
-        })?;
-        self.rendezvous_with(listener)
+        self.meet(None)
     }
 
-    /// Reports `listener`'s address to the launcher, waits (at most
-    /// [`timeout`](Self::timeout)) for every rank's address, and returns
-    /// the membership with `listener` as this rank's listener.
+    /// Learns every rank's address, with `listener` as this rank's (its
+    /// address is what the others are told).
     ///
-    /// The control connection then stays open in a background thread as a
-    /// lifeline: if it closes, the launcher is gone (it exited or was
-    /// killed), and the process exits at once with [`EXIT_LAUNCHER_GONE`],
-    /// so no rank outlives its launcher.
-    ///
-    /// If the launcher closes the connection before answering (a launcher
-    /// busy with a flood of strangers' connections may drop this one
-    /// before reading it), the rank reports again on a new connection,
-    /// pausing 2 ms, then twice as long each time up to 250 ms, until the
-    /// timeout; a launcher that refuses the new connection is gone.
+    /// - Under `dinah-run`: reports to the launcher and waits (at most
+    ///   [`timeout`](Self::timeout)) for the list; the control connection
+    ///   then stays open as a lifeline: if it closes, the launcher is
+    ///   gone, and the process exits at once with [`EXIT_LAUNCHER_GONE`].
+    /// - With a coordinator: rank 0 listens at the coordinator's address
+    ///   and answers every rank with the list once all reported; the
+    ///   others dial it (again and again until it listens, within the
+    ///   timeout) and report. With a run key both sides prove it
+    ///   (HMAC-SHA256 over fresh nonces), and strangers are dropped
+    ///   without costing a rank its place.
+    /// - With a hostfile: the list is the file's.
     ///
     /// # Errors
     ///
-    /// - [`LaunchError::Io`]: connecting, writing or reading failed;
-    /// - [`LaunchError::Refused`]: the launcher refused the report or
-    ///   aborted the launch (another rank failed, for instance);
-    /// - [`LaunchError::LauncherClosed`]: the launcher went away first;
-    /// - [`LaunchError::Timeout`] with [`LaunchPhase::Rendezvous`];
-    /// - [`LaunchError::Protocol`]: a malformed answer.
+    /// - [`LaunchError::Io`]: binding, resolving, connecting, writing or
+    ///   reading failed;
+    /// - [`LaunchError::Refused`]: the launcher or coordinator refused the
+    ///   report (another run ID or world size, a rank reported twice) or
+    ///   aborted the launch;
+    /// - [`LaunchError::LauncherClosed`]: `dinah-run` went away first;
+    /// - [`LaunchError::Timeout`] with
+    ///   [`LaunchPhase::Rendezvous`](crate::LaunchPhase::Rendezvous);
+    /// - [`LaunchError::Protocol`]: a malformed or unproven answer;
+    /// - [`LaunchError::NoKey`], [`LaunchError::Key`]: a coordinated run
+    ///   without a readable key, authentication on.
     pub fn rendezvous_with(self, listener: TcpListener) -> Result<Membership, LaunchError> {
-        let deadline = Instant::now() + self.timeout;
-        let addr = listener.local_addr().map_err(|source| LaunchError::Io {
+        self.meet(Some(listener))
+    }
+
+    fn meet(self, listener: Option<TcpListener>) -> Result<Membership, LaunchError> {
+        let bind_io = |source| LaunchError::Io {
+            op: LaunchOp::BindListener,
+            source,
+        };
+        let bind =
+            |ip: IpAddr, port| crate::socket::bind(SocketAddr::new(ip, port)).map_err(bind_io);
+        let (listener, addrs, key) = match &self.addresses {
+            AddressSource::DinahRun { control } => {
+                let listener = match listener {
+                    Some(listener) => listener,
+                    None => bind(self.bind.unwrap_or(Ipv4Addr::LOCALHOST.into()), 0)?,
+                };
+                let run = DinahRun {
+                    rank: self.rank,
+                    world: self.world,
+                    run_id: self.run_id,
+                    launcher: *control,
+                    timeout: self.timeout,
+                };
+                let addrs = run.join(&listener)?;
+                (Some(listener), addrs, None)
+            }
+            AddressSource::Hostfile { addrs, .. } => {
+                let own = addrs[self.rank.index()];
+                let listener = match (listener, self.bind) {
+                    (Some(listener), _) => Some(listener),
+                    (None, Some(ip)) => Some(bind(ip, own.port())?),
+                    (None, None) => None,
+                };
+                (listener, addrs.clone(), None)
+            }
+            AddressSource::Coordinator { addr } => {
+                let key = self.key()?;
+                let (listener, addrs) = self.coordinate(addr, key.as_ref(), listener)?;
+                (Some(listener), addrs, key)
+            }
+        };
+        let mut membership =
+            Membership::new(self.rank, self.world, addrs).map_err(LaunchError::Membership)?;
+        if let Some(listener) = listener {
+            membership = membership.with_listener(listener);
+        }
+        Ok(match (self.authenticate, key) {
+            (false, _) => membership.without_authentication(),
+            (true, Some(key)) => membership.with_key(key),
+            (true, None) => membership,
+        })
+    }
+
+    /// The run key from the environment, required unless authentication
+    /// is off.
+    fn key(&self) -> Result<Option<RunKey>, LaunchError> {
+        if !self.authenticate {
+            return Ok(None);
+        }
+        RunKey::from_env()
+            .map_err(LaunchError::Key)?
+            .ok_or(LaunchError::NoKey)
+            .map(Some)
+    }
+
+    /// The coordinated rendezvous: rank 0 serves it, the others join it.
+    fn coordinate(
+        &self,
+        addr: &str,
+        key: Option<&RunKey>,
+        listener: Option<TcpListener>,
+    ) -> Result<(TcpListener, Vec<SocketAddr>), LaunchError> {
+        let coordinator = coordinator::resolve(addr)?;
+        let run = coordinator::Run {
+            run_id: self.run_id,
+            world: self.world.get(),
+            key,
+            timeout: self.timeout,
+            deadline: Instant::now() + self.timeout,
+        };
+        if self.rank.get() != 0 {
+            return coordinator::join(&coordinator, self.rank.get(), self.bind, listener, run);
+        }
+        let server = coordinator::listen(&coordinator)?;
+        let near = server
+            .local_addr()
+            .map_err(|source| LaunchError::Io {
+                op: LaunchOp::BindCoordinator,
+                source,
+            })?
+            .ip();
+        let listener = match listener {
+            Some(listener) => listener,
+            None => crate::socket::bind(SocketAddr::new(self.bind.unwrap_or(near), 0)).map_err(
+                |source| LaunchError::Io {
+                    op: LaunchOp::BindListener,
+                    source,
+                },
+            )?,
+        };
+        let own = listener.local_addr().map_err(|source| LaunchError::Io {
             op: LaunchOp::BindListener,
             source,
         })?;
-        let report = Report {
-            run_id: self.run_id,
-            world: self.world.get(),
-            rank: self.rank.get(),
-            addr,
+        // Listening on every interface: the others reach this rank where
+        // they reach the coordinator.
+        let own = if own.ip().is_unspecified() {
+            SocketAddr::new(near, own.port())
+        } else {
+            own
         };
-        // A launcher flooded with connections may drop this one before
-        // reading the report: report again on a new connection, with a
-        // pause that doubles each time, until the deadline. A launcher
-        // that is gone refuses the new connection.
-        let mut pause = REPORT_AGAIN_MIN;
-        let (stream, addrs) = loop {
-            let stream = match self.connect(deadline) {
-                Err(LaunchError::Io { source, .. })
-                    if pause > REPORT_AGAIN_MIN
-                        && source.kind() == io::ErrorKind::ConnectionRefused =>
-                {
-                    return Err(LaunchError::LauncherClosed);
-                }
-                other => other?,
-            };
-            match self.exchange(stream, report, deadline) {
-                Ok(done) => break done,
-                Err(None) if Instant::now() + pause < deadline => {
-                    thread::sleep(pause);
-                    pause = (pause * 2).min(REPORT_AGAIN_MAX);
-                }
-                Err(None) => return Err(LaunchError::LauncherClosed),
-                Err(Some(error)) => return Err(error),
-            }
-        };
-        let membership =
-            Membership::new(self.rank, self.world, addrs).map_err(LaunchError::Membership)?;
-        watch_launcher(stream)?;
-        Ok(membership.with_listener(listener))
-    }
-
-    /// Sends `report` on `stream` and reads the answer: the members list,
-    /// or the error; `Err(None)` if the launcher closed the connection
-    /// first.
-    fn exchange(
-        &self,
-        mut stream: TcpStream,
-        report: Report,
-        deadline: Instant,
-    ) -> Result<(TcpStream, Vec<SocketAddr>), Option<LaunchError>> {
-        let written = write_message(&mut stream, &Message::Report(report), deadline);
-        if let Err(source) = written {
-            return Err(match source.kind() {
-                io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => Some(self.timed_out()),
-                io::ErrorKind::BrokenPipe
-                | io::ErrorKind::ConnectionReset
-                | io::ErrorKind::ConnectionAborted => None,
-                _ => Some(LaunchError::Io {
-                    op: LaunchOp::WriteControl,
-                    source,
-                }),
-            });
-        }
-        let error = match read_message(&mut stream, deadline) {
-            Ok(Message::Members { run_id, addrs }) => {
-                let own = addrs.get(self.rank.index()).copied();
-                if run_id == self.run_id
-                    && addrs.len() == self.world.get() as usize
-                    && own == Some(report.addr)
-                {
-                    return Ok((stream, addrs));
-                }
-                LaunchError::Protocol(ControlError::MembersMismatch)
-            }
-            Ok(Message::Refusal(refusal)) => LaunchError::Refused(refusal),
-            Ok(other) => LaunchError::Protocol(ControlError::Unexpected(other.kind())),
-            Err(ReadError::Closed) => return Err(None),
-            Err(ReadError::TimedOut) => self.timed_out(),
-            Err(ReadError::Io(source)) => LaunchError::Io {
-                op: LaunchOp::ReadControl,
-                source,
-            },
-            Err(ReadError::Protocol(error)) => LaunchError::Protocol(error),
-        };
-        Err(Some(error))
-    }
-
-    fn connect(&self, deadline: Instant) -> Result<TcpStream, LaunchError> {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(self.timed_out());
-        }
-        let stream =
-            TcpStream::connect_timeout(&self.launcher, left).map_err(|source| {
-                match source.kind() {
-                    io::ErrorKind::TimedOut => self.timed_out(),
-                    _ => LaunchError::Io {
-                        op: LaunchOp::ConnectLauncher,
-                        source,
-                    },
-                }
-            })?;
-        stream.set_nodelay(true).map_err(|source| LaunchError::Io {
-            op: LaunchOp::ConnectLauncher,
-            source,
-        })?;
-        Ok(stream)
-    }
-
-    fn timed_out(&self) -> LaunchError {
-        LaunchError::Timeout {
-            phase: LaunchPhase::Rendezvous,
-            after: self.timeout,
-            first_missing: self.rank.get(),
-            missing: 1,
-        }
+        let (addrs, _refused) = coordinator::serve(&server, own, run)?;
+        Ok((listener, addrs))
     }
 }
 
 impl Membership {
-    /// The membership of a rank started by `dinah-run`: reads the
-    /// environment ([`LaunchEnv::from_env`]), binds a listener on
-    /// `127.0.0.1:0`, reports its port to the launcher and waits for every
-    /// rank's address ([`LaunchEnv::rendezvous`]).
+    /// The membership of a rank started by `dinah-run`, `srun`, `mpirun`
+    /// or `mpiexec`: reads the environment ([`LaunchEnv::from_env`]) and
+    /// meets the other ranks ([`LaunchEnv::rendezvous`]).
     ///
     /// # Errors
     ///
@@ -343,315 +436,5 @@ impl Membership {
     /// ```
     pub fn from_env() -> Result<Membership, LaunchError> {
         LaunchEnv::from_env()?.rendezvous()
-    }
-}
-
-/// Keeps the control connection open on a background thread; when it
-/// closes, the launcher is gone and so is the point of this process.
-fn watch_launcher(mut stream: TcpStream) -> Result<(), LaunchError> {
-    stream
-        .set_read_timeout(None)
-        .map_err(|source| LaunchError::Io {
-            op: LaunchOp::ReadControl,
-            source,
-        })?;
-    thread::Builder::new()
-        .name("dinah-launcher-lifeline".to_owned())
-        .spawn(move || {
-            let mut buf = [0; 64];
-            loop {
-                match stream.read(&mut buf) {
-                    // Nothing is sent after the address list; ignore it.
-                    Ok(n) if n > 0 => {}
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    _ => break,
-                }
-            }
-            std::process::exit(EXIT_LAUNCHER_GONE);
-        })
-        .map(drop)
-        .map_err(|source| LaunchError::Io {
-            op: LaunchOp::Thread,
-            source,
-        })
-}
-
-#[cfg(test)]
-mod tests {
-    use std::collections::HashMap;
-
-    use super::*;
-    use crate::launcher::Refusal;
-
-    fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> {
-        let map: HashMap<String, OsString> = pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), OsString::from(v)))
-            .collect();
-        move |name| map.get(name).cloned()
-    }
-
-    const FULL: [(&str, &str); 5] = [
-        (ENV_RANK, "2"),
-        (ENV_WORLD_SIZE, "4"),
-        (ENV_RUN_ID, "18446744073709551615"),
-        (ENV_LAUNCHER, "127.0.0.1:4000"),
-        (ENV_LAUNCH_TIMEOUT_MS, "1500"),
-    ];
-
-    fn without(name: &str) -> Vec<(&'static str, &'static str)> {
-        FULL.iter().copied().filter(|(k, _)| *k != name).collect()
-    }
-
-    fn with(name: &str, value: &'static str) -> Vec<(&'static str, &'static str)> {
-        let mut pairs = without(name);
-        pairs.push((FULL.iter().find(|(k, _)| *k == name).unwrap().0, value));
-        pairs
-    }
-
-    fn problem(pairs: &[(&str, &str)]) -> (&'static str, EnvProblem) {
-        match LaunchEnv::from_lookup(vars(pairs)) {
-            Err(LaunchError::Env { var, problem }) => (var, problem),
-            other => panic!("expected an environment error, got {other:?}"),
-        }
-    }
-
-    #[test]
-    fn the_launchers_variables_parse() {
-        let env = LaunchEnv::from_lookup(vars(&FULL)).unwrap();
-        assert_eq!(env.rank().get(), 2);
-        assert_eq!(env.world().get(), 4);
-        assert_eq!(env.run_id(), u64::MAX);
-        assert_eq!(env.launcher(), "127.0.0.1:4000".parse().unwrap());
-        assert_eq!(env.timeout(), Duration::from_millis(1500));
-        let default = LaunchEnv::from_lookup(vars(&without(ENV_LAUNCH_TIMEOUT_MS))).unwrap();
-        assert_eq!(default.timeout(), DEFAULT_STARTUP_TIMEOUT);
-    }
-
-    #[test]
-    fn each_bad_variable_is_named() {
-        for name in [ENV_RANK, ENV_WORLD_SIZE, ENV_RUN_ID, ENV_LAUNCHER] {
-            assert_eq!(problem(&without(name)), (name, EnvProblem::Missing));
-        }
-        assert_eq!(
-            problem(&with(ENV_RANK, "4")),
-            (ENV_RANK, EnvProblem::Invalid),
-            "outside the world"
-        );
-        assert_eq!(
-            problem(&with(ENV_RANK, "-1")),
-            (ENV_RANK, EnvProblem::Invalid)
-        );
-        assert_eq!(
-            problem(&with(ENV_WORLD_SIZE, "0")),
-            (ENV_WORLD_SIZE, EnvProblem::Invalid)
-        );
-        assert_eq!(
-            problem(&with(ENV_WORLD_SIZE, "5000")),
-            (ENV_WORLD_SIZE, EnvProblem::Invalid)
-        );
-        assert_eq!(
-            problem(&with(ENV_RUN_ID, "x")),
-            (ENV_RUN_ID, EnvProblem::Invalid)
-        );
-        assert_eq!(
-            problem(&with(ENV_LAUNCHER, "localhost")),
-            (ENV_LAUNCHER, EnvProblem::Invalid)
-        );
-        assert_eq!(
-            problem(&with(ENV_LAUNCH_TIMEOUT_MS, "soon")),
-            (ENV_LAUNCH_TIMEOUT_MS, EnvProblem::Invalid)
-        );
-    }
-
-    /// A fake launcher: accepts one connection, checks the report and
-    /// answers with `reply(report)`.
-    fn fake_launcher(
-        reply: impl FnOnce(Report) -> Option<Message> + Send + 'static,
-    ) -> (SocketAddr, thread::JoinHandle<Report>) {
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
-        let addr = listener.local_addr().unwrap();
-        let handle = thread::spawn(move || {
-            let (mut stream, _) = listener.accept().unwrap();
-            let deadline = Instant::now() + Duration::from_secs(30);
-            let Message::Report(report) = read_message(&mut stream, deadline).unwrap() else {
-                panic!("not a report")
-            };
-            if let Some(answer) = reply(report) {
-                write_message(&mut stream, &answer, deadline).unwrap();
-            }
-            report
-        });
-        (addr, handle)
-    }
-
-    fn env_for(launcher: SocketAddr, rank: u32, world: u32, timeout: Duration) -> LaunchEnv {
-        let world = WorldSize::new(world).unwrap();
-        LaunchEnv {
-            rank: world.rank(rank).unwrap(),
-            world,
-            run_id: 77,
-            launcher,
-            timeout,
-        }
-    }
-
-    #[test]
-    fn the_list_becomes_the_membership() {
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
-        let launcher = listener.local_addr().unwrap();
-        let peer = SocketAddr::from((Ipv4Addr::LOCALHOST, 1));
-        let fake = thread::spawn(move || {
-            let (mut stream, _) = listener.accept().unwrap();
-            let deadline = Instant::now() + Duration::from_secs(30);
-            let Message::Report(report) = read_message(&mut stream, deadline).unwrap() else {
-                panic!("not a report")
-            };
-            let members = Message::Members {
-                run_id: report.run_id,
-                addrs: vec![peer, report.addr],
-            };
-            write_message(&mut stream, &members, deadline).unwrap();
-            // The rank now watches this connection as its lifeline: closing
-            // it would end the test process, so it stays open.
-            std::mem::forget(stream);
-            report.addr
-        });
-        let membership = env_for(launcher, 1, 2, Duration::from_secs(30))
-            .rendezvous()
-            .unwrap();
-        let own = fake.join().unwrap();
-        assert_eq!(membership.rank().get(), 1);
-        assert_eq!(membership.addrs(), [peer, own]);
-        assert_eq!(
-            membership.listener().unwrap().local_addr().unwrap(),
-            own,
-            "the reported listener is kept"
-        );
-    }
-
-    #[test]
-    fn a_rank_dropped_unanswered_reports_again() {
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
-        let launcher = listener.local_addr().unwrap();
-        let fake = thread::spawn(move || {
-            // The first two connections are dropped without an answer, as
-            // a launcher making room for newer ones would.
-            for _ in 0..2 {
-                drop(listener.accept().unwrap());
-            }
-            let (mut stream, _) = listener.accept().unwrap();
-            let deadline = Instant::now() + Duration::from_secs(30);
-            let Message::Report(report) = read_message(&mut stream, deadline).unwrap() else {
-                panic!("not a report")
-            };
-            let members = Message::Members {
-                run_id: report.run_id,
-                addrs: vec![report.addr],
-            };
-            write_message(&mut stream, &members, deadline).unwrap();
-            // The lifeline stays open (closing it would end the process).
-            std::mem::forget(stream);
-        });
-        let membership = env_for(launcher, 0, 1, Duration::from_secs(30))
-            .rendezvous()
-            .expect("the third report gets the list");
-        fake.join().unwrap();
-        assert_eq!(membership.world().get(), 1);
-    }
-
-    #[test]
-    fn a_refusal_reaches_the_rank() {
-        let (launcher, fake) = fake_launcher(|_| Some(Message::Refusal(Refusal::DuplicateRank)));
-        let error = env_for(launcher, 1, 2, Duration::from_secs(30))
-            .rendezvous()
-            .unwrap_err();
-        assert!(
-            matches!(error, LaunchError::Refused(Refusal::DuplicateRank)),
-            "{error:?}"
-        );
-        let report = fake.join().unwrap();
-        assert_eq!((report.run_id, report.world, report.rank), (77, 2, 1));
-        assert!(
-            report.addr.ip().is_loopback() && report.addr.port() != 0,
-            "the bound listener's address"
-        );
-    }
-
-    #[test]
-    fn a_launcher_that_hangs_up_is_reported() {
-        let (launcher, fake) = fake_launcher(|_| None);
-        let error = env_for(launcher, 0, 1, Duration::from_secs(30))
-            .rendezvous()
-            .unwrap_err();
-        assert!(matches!(error, LaunchError::LauncherClosed), "{error:?}");
-        fake.join().unwrap();
-    }
-
-    #[test]
-    fn a_list_that_does_not_match_the_report_is_refused() {
-        let wrong = SocketAddr::from((Ipv4Addr::LOCALHOST, 1));
-        let (launcher, fake) = fake_launcher(move |report| {
-            Some(Message::Members {
-                run_id: report.run_id,
-                addrs: vec![report.addr, wrong],
-            })
-        });
-        // The list has two entries for a world of three.
-        let error = env_for(launcher, 0, 3, Duration::from_secs(30))
-            .rendezvous()
-            .unwrap_err();
-        assert!(
-            matches!(error, LaunchError::Protocol(ControlError::MembersMismatch)),
-            "{error:?}"
-        );
-        fake.join().unwrap();
-    }
-
-    #[test]
-    fn a_silent_launcher_times_the_rendezvous_out() {
-        // Accepts (the backlog does) but never answers.
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
-        let env = env_for(
-            listener.local_addr().unwrap(),
-            0,
-            1,
-            Duration::from_millis(50),
-        );
-        let error = env.rendezvous().unwrap_err();
-        assert!(
-            matches!(
-                error,
-                LaunchError::Timeout {
-                    phase: LaunchPhase::Rendezvous,
-                    first_missing: 0,
-                    missing: 1,
-                    ..
-                }
-            ),
-            "{error:?}"
-        );
-    }
-
-    #[test]
-    fn a_missing_launcher_is_an_io_error() {
-        // Bind and drop: nothing listens on that port now.
-        let port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-            .unwrap()
-            .local_addr()
-            .unwrap();
-        let error = env_for(port, 0, 1, Duration::from_secs(30))
-            .rendezvous()
-            .unwrap_err();
-        assert!(
-            matches!(
-                error,
-                LaunchError::Io {
-                    op: LaunchOp::ConnectLauncher,
-                    ..
-                }
-            ),
-            "{error:?}"
-        );
     }
 }

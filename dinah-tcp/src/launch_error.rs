@@ -33,8 +33,15 @@ pub enum LaunchOp {
     },
     /// Starting a launcher thread (output pump, control reader).
     Thread,
-    /// Making the run key from the operating system's random generator.
+    /// Making the run key, or a nonce, from the operating system's random
+    /// generator.
     MakeKey,
+    /// Resolving the coordinator's `host:port`.
+    ResolveCoordinator,
+    /// Rank 0 binding the coordinator's listener.
+    BindCoordinator,
+    /// A rank connecting to the coordinator.
+    ConnectCoordinator,
 }
 
 impl fmt::Display for LaunchOp {
@@ -49,6 +56,9 @@ impl fmt::Display for LaunchOp {
             Self::Wait { rank } => write!(f, "waiting for rank {rank}"),
             Self::Thread => f.write_str("starting a launcher thread"),
             Self::MakeKey => f.write_str("making the run key"),
+            Self::ResolveCoordinator => f.write_str("resolving the coordinator's address"),
+            Self::BindCoordinator => f.write_str("binding the coordinator's listener"),
+            Self::ConnectCoordinator => f.write_str("connecting to the coordinator"),
         }
     }
 }
@@ -79,7 +89,7 @@ impl fmt::Display for LaunchPhase {
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EnvProblem {
-    /// The variable is not set: the process was not started by `dinah-run`.
+    /// The variable is not set.
     Missing,
     /// The value is not valid Unicode.
     NotUnicode,
@@ -107,7 +117,8 @@ pub enum LaunchError {
         /// [`MAX_RANKS`](crate::launcher::MAX_RANKS).
         max: u32,
     },
-    /// A `DINAH_*` variable a rank needs is missing or malformed.
+    /// A variable a rank needs (its launcher's, or a `DINAH_*` one) is
+    /// missing or malformed.
     Env {
         /// The variable.
         var: &'static str,
@@ -137,6 +148,18 @@ pub enum LaunchError {
         /// The signal's number.
         signal: i32,
     },
+    /// The hostfile named by `DINAH_HOSTFILE` cannot be used.
+    Hostfile {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong with it.
+        error: crate::env::HostfileError,
+    },
+    /// The run needs a key (`DINAH_KEY` or `DINAH_KEY_FILE`) and has
+    /// none, and authentication was not turned off.
+    NoKey,
+    /// The run key in the environment cannot be read.
+    Key(crate::auth::KeyError),
     /// A control message was malformed.
     Protocol(ControlError),
     /// The launcher refused this rank, or aborted the rendezvous.
@@ -203,9 +226,16 @@ impl fmt::Display for LaunchError {
                 )
             }
             Self::Env { var, problem } => match problem {
-                EnvProblem::Missing => {
-                    write!(f, "{var} is not set: start this program with dinah-run")
-                }
+                EnvProblem::Missing if *var == crate::launcher::ENV_RANK => write!(
+                    f,
+                    "{var} is not set and no launcher's rank variable is: start this program with dinah-run, srun, mpirun or mpiexec"
+                ),
+                EnvProblem::Missing if *var == crate::env::ENV_COORDINATOR => write!(
+                    f,
+                    "{var} is not set: name rank 0's host:port there, or a hostfile in {}",
+                    crate::env::ENV_HOSTFILE
+                ),
+                EnvProblem::Missing => write!(f, "{var} is not set"),
                 EnvProblem::NotUnicode => write!(f, "{var} is not valid unicode"),
                 EnvProblem::Invalid => write!(f, "{var} has an invalid value"),
             },
@@ -224,8 +254,15 @@ impl fmt::Display for LaunchError {
                 ),
                 None => write!(f, "interrupted by signal {signal}, passed on to every rank"),
             },
+            Self::Hostfile { path, error } => {
+                write!(f, "the hostfile {}: {error}", path.display())
+            }
+            Self::NoKey => f.write_str(
+                "no run key: set DINAH_KEY (64 hex digits) or DINAH_KEY_FILE on every rank, or turn authentication off (LaunchEnv::without_authentication)",
+            ),
+            Self::Key(error) => write!(f, "cannot read the run key: {error}"),
             Self::Protocol(error) => write!(f, "malformed control message: {error}"),
-            Self::Refused(refusal) => write!(f, "the launcher refused the rendezvous: {refusal}"),
+            Self::Refused(refusal) => write!(f, "the rendezvous was refused: {refusal}"),
             Self::Membership(error) => write!(f, "the address list is unusable: {error}"),
             Self::LauncherClosed => {
                 f.write_str("the launcher closed the control connection before the address list")
@@ -275,6 +312,8 @@ impl core::error::Error for LaunchError {
         match self {
             Self::Io { source, .. } | Self::Spawn { source, .. } => Some(source),
             Self::Protocol(error) => Some(error),
+            Self::Hostfile { error, .. } => Some(error),
+            Self::Key(error) => Some(error),
             Self::Refused(refusal) => Some(refusal),
             Self::Membership(error) => Some(error),
             _ => None,
@@ -337,7 +376,15 @@ mod tests {
         };
         assert_eq!(
             missing.to_string(),
-            "DINAH_RANK is not set: start this program with dinah-run"
+            "DINAH_RANK is not set and no launcher's rank variable is: start this program with dinah-run, srun, mpirun or mpiexec"
+        );
+        let nowhere = LaunchError::Env {
+            var: "DINAH_COORDINATOR",
+            problem: EnvProblem::Missing,
+        };
+        assert_eq!(
+            nowhere.to_string(),
+            "DINAH_COORDINATOR is not set: name rank 0's host:port there, or a hostfile in DINAH_HOSTFILE"
         );
         let startup = LaunchError::Timeout {
             phase: LaunchPhase::Startup,

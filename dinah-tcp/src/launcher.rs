@@ -64,7 +64,8 @@
 //! [`Membership::from_env`]: crate::Membership::from_env
 
 mod args;
-mod control;
+pub(crate) mod arrivals;
+pub(crate) mod control;
 mod interrupts;
 mod output;
 mod process;
@@ -73,7 +74,7 @@ mod run;
 
 use core::fmt;
 use std::ffi::OsString;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 pub use args::{ArgsError, Cli, HELP};
@@ -139,6 +140,11 @@ pub struct LaunchConfig {
     /// Environment variables set in every rank, besides the launcher's own
     /// environment, which every rank inherits.
     pub env: Vec<(OsString, OsString)>,
+    /// The addresses the ranks' listeners bind, dealt out in turn (rank
+    /// `r` gets `hosts[r % hosts.len()]`, as `DINAH_BIND`); empty: every
+    /// rank on `127.0.0.1`. Several loopback addresses stand for several
+    /// hosts on one machine.
+    pub hosts: Vec<IpAddr>,
 }
 
 impl LaunchConfig {
@@ -155,6 +161,7 @@ impl LaunchConfig {
             interrupt_grace: DEFAULT_INTERRUPT_GRACE,
             run_id: None,
             env: Vec::new(),
+            hosts: Vec::new(),
         }
     }
 
@@ -219,6 +226,20 @@ impl LaunchConfig {
     pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
         self.env.push((key.into(), value.into()));
         self
+    }
+
+    /// Sets [`hosts`](Self#structfield.hosts).
+    #[must_use]
+    pub fn hosts(mut self, hosts: impl IntoIterator<Item = IpAddr>) -> Self {
+        self.hosts = hosts.into_iter().collect();
+        self
+    }
+
+    /// The address rank `rank`'s listener binds, if [`hosts`](Self#structfield.hosts)
+    /// names any.
+    pub fn host_of(&self, rank: u32) -> Option<IpAddr> {
+        let count = u32::try_from(self.hosts.len()).ok().filter(|&n| n > 0)?;
+        self.hosts.get((rank % count) as usize).copied()
     }
 
     /// The start-up timeout in effect: at most the run timeout.

@@ -187,7 +187,10 @@ mod watch;
 pub use auth::{ENV_KEY, ENV_KEY_FILE, KeyError, RunKey};
 pub use config::{ConfigField, TcpConfig};
 pub use driver::TcpDriver;
-pub use env::{EXIT_LAUNCHER_GONE, LaunchEnv};
+pub use env::{
+    AddressSource, ENV_BIND, ENV_COORDINATOR, ENV_HOSTFILE, EXIT_LAUNCHER_GONE, HostfileError,
+    LaunchEnv, Launcher,
+};
 pub use error::TcpError;
 pub use launch_error::{EnvProblem, LaunchError, LaunchOp, LaunchPhase};
 pub use membership::{Membership, MembershipError};

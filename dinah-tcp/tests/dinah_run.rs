@@ -178,6 +178,27 @@ fn the_rendezvous_gives_every_rank_every_address() {
 }
 
 #[test]
+fn hosts_put_each_rank_on_its_own_address() {
+    const TEST: &str = "hosts_put_each_rank_on_its_own_address";
+    if in_rank(TEST, || {
+        let membership = Membership::from_env().expect("rendezvous");
+        let own = membership.addr(membership.rank());
+        say(&format!("listens on {}", own.ip()));
+    }) {
+        return;
+    }
+    let run = dinah_run(&self_as_rank(
+        3,
+        &["--timeout", "60s", "--hosts", "127.0.0.2,127.0.0.3"],
+        TEST,
+    ));
+    assert_eq!(run.code(), Some(0), "{run:?}");
+    for (rank, ip) in [(0, "127.0.0.2"), (1, "127.0.0.3"), (2, "127.0.0.2")] {
+        assert_eq!(run.said_by(rank), [format!("listens on {ip}")], "{run:?}");
+    }
+}
+
+#[test]
 fn a_stranger_on_the_control_port_is_refused_without_failing_the_run() {
     const TEST: &str = "a_stranger_on_the_control_port_is_refused_without_failing_the_run";
     if in_rank(TEST, || {
@@ -248,9 +269,7 @@ fn a_rank_that_exits_without_reporting_breaks_the_rendezvous() {
     );
     assert!(
         run.said_by(1)
-            == [
-                "refused: the launcher refused the rendezvous: rank 0 exited before reporting its address"
-            ],
+            == ["refused: the rendezvous was refused: rank 0 exited before reporting its address"],
         "{run:?}"
     );
 }

@@ -2,6 +2,7 @@
 
 use core::fmt;
 use std::ffi::OsString;
+use std::net::IpAddr;
 use std::os::unix::ffi::OsStrExt;
 use std::time::Duration;
 
@@ -34,6 +35,9 @@ Options:
       --run-id ID              run ID given to every rank, decimal or 0x-hex
                                [default: random]
   -x, --env NAME=VALUE         set an environment variable in every rank (repeatable)
+      --hosts IP[,IP...]       addresses the ranks listen on, dealt out in turn
+                               (rank r gets the (r mod count)-th, as DINAH_BIND)
+                               [default: 127.0.0.1]
   -v, --verbose                report pids, addresses and exits on stderr
   -h, --help                   print this help
   -V, --version                print the version
@@ -190,6 +194,11 @@ impl Cli {
                     parse_run_id(&value("--run-id")?)?,
                 )?,
                 "-x" | "--env" => options.env.push(parse_env(value("--env")?)?),
+                "--hosts" => set(
+                    &mut options.hosts,
+                    "--hosts",
+                    parse_hosts(&value("--hosts")?)?,
+                )?,
                 _ => return Err(ArgsError::UnknownOption(text.to_owned())),
             }
         }
@@ -202,6 +211,7 @@ impl Cli {
         config.interrupt_grace = options.interrupt_grace.unwrap_or(DEFAULT_INTERRUPT_GRACE);
         config.run_id = options.run_id;
         config.env = options.env;
+        config.hosts = options.hosts.unwrap_or_default();
         Ok(Self::Run { config, verbose })
     }
 }
@@ -215,6 +225,7 @@ struct Options {
     interrupt_grace: Option<Duration>,
     run_id: Option<u64>,
     env: Vec<(OsString, OsString)>,
+    hosts: Option<Vec<IpAddr>>,
 }
 
 fn set<T>(slot: &mut Option<T>, flag: &'static str, value: T) -> Result<(), ArgsError> {
@@ -284,6 +295,15 @@ pub(crate) fn parse_duration(flag: &'static str, value: &OsString) -> Result<Dur
         .checked_mul(seconds_per_unit)
         .map(Duration::from_secs)
         .ok_or_else(|| invalid(flag, value))
+}
+
+/// A comma-separated list of IP addresses, at least one.
+fn parse_hosts(value: &OsString) -> Result<Vec<IpAddr>, ArgsError> {
+    let hosts: Option<Vec<IpAddr>> = value
+        .to_str()
+        .map(|text| text.split(',').map(|ip| ip.trim().parse().ok()).collect())
+        .and_then(|hosts: Option<Vec<IpAddr>>| hosts.filter(|h| !h.is_empty()));
+    hosts.ok_or_else(|| invalid("--hosts", value))
 }
 
 fn parse_run_id(value: &OsString) -> Result<u64, ArgsError> {
@@ -392,6 +412,34 @@ mod tests {
         assert_eq!(
             parse(&["-np", "2", "-n", "2", "p"]),
             Err(ArgsError::Repeated { flag: "-n" })
+        );
+    }
+
+    #[test]
+    fn hosts_are_dealt_out_in_turn() {
+        let (config, _) = run(&["-n", "5", "--hosts", "127.0.0.2, 127.0.0.3,::1", "prog"]);
+        let hosts: Vec<String> = (0..5)
+            .map(|rank| config.host_of(rank).unwrap().to_string())
+            .collect();
+        assert_eq!(
+            hosts,
+            ["127.0.0.2", "127.0.0.3", "::1", "127.0.0.2", "127.0.0.3"]
+        );
+        let (config, _) = run(&["-n", "2", "prog"]);
+        assert_eq!(config.host_of(0), None, "no --hosts: the loopback default");
+        for bad in ["", "127.0.0.2,", "host1", "127.0.0.300"] {
+            assert_eq!(
+                parse(&["-n", "2", "--hosts", bad, "prog"]),
+                Err(ArgsError::InvalidValue {
+                    flag: "--hosts",
+                    value: bad.to_owned()
+                }),
+                "{bad:?}"
+            );
+        }
+        assert_eq!(
+            parse(&["-n", "2", "--hosts=127.0.0.2", "--hosts", "127.0.0.3", "p"]),
+            Err(ArgsError::Repeated { flag: "--hosts" })
         );
     }
 

@@ -18,9 +18,18 @@
 //! report  (kind 1) = run_id: u64 | world: u32 | rank: u32 | addr
 //! members (kind 2) = run_id: u64 | world: u32 | addr * world
 //! refusal (kind 3) = code: u8 | reserved: [u8; 3] (= 0) | arg: u32
+//! challenge (kind 4)      = nonce: [u8; 32]
+//! proven report (kind 5)  = report's payload | nonce: [u8; 32] | tag: [u8; 32]
+//! proven members (kind 6) = members' payload | tag: [u8; 32]
 //! addr    = 4: u8 | ipv4: [u8; 4] | port: u16
 //!         | 6: u8 | ipv6: [u8; 16] | port: u16 | scope_id: u32
 //! ```
+//!
+//! `dinah-run` speaks kinds 1 to 3 on loopback. A rank that serves as the
+//! coordinator of a run started by another launcher (see `env/coordinator.rs`)
+//! speaks the proven kinds when the run has a key: it sends a challenge as
+//! soon as it accepts a connection, the rank proves the key over its report
+//! and both nonces, and the coordinator proves it over the address list.
 //!
 //! The decoder checks the length against [`MAX_MESSAGE_BYTES`] before
 //! reading the body, then magic, version, kind, reserved bytes, address
@@ -54,6 +63,19 @@ const BODY_HEADER: usize = 8;
 const KIND_REPORT: u8 = 1;
 const KIND_MEMBERS: u8 = 2;
 const KIND_REFUSAL: u8 = 3;
+const KIND_CHALLENGE: u8 = 4;
+const KIND_PROVEN_REPORT: u8 = 5;
+const KIND_PROVEN_MEMBERS: u8 = 6;
+
+/// The length of a nonce and of a tag in the proven kinds.
+pub(crate) const PROOF_LEN: usize = 32;
+
+/// A rank's proof that it holds the run key: its nonce and its tag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Proof {
+    pub(crate) nonce: [u8; PROOF_LEN],
+    pub(crate) tag: [u8; PROOF_LEN],
+}
 
 /// A rank's report: who it is and where it listens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,6 +95,16 @@ pub(crate) enum Message {
     Members { run_id: u64, addrs: Vec<SocketAddr> },
     /// Launcher to rank: the rendezvous will not complete.
     Refusal(Refusal),
+    /// Coordinator to rank, first: the nonce the rank's proof covers.
+    Challenge([u8; PROOF_LEN]),
+    /// Rank to coordinator: a report with the proof of the run key.
+    ProvenReport(Report, Proof),
+    /// Coordinator to rank: the address list with the coordinator's tag.
+    ProvenMembers {
+        run_id: u64,
+        addrs: Vec<SocketAddr>,
+        tag: [u8; PROOF_LEN],
+    },
 }
 
 impl Message {
@@ -86,29 +118,25 @@ impl Message {
         let mut body = Vec::with_capacity(64);
         body.extend_from_slice(&MAGIC);
         body.extend_from_slice(&CONTROL_VERSION.to_le_bytes());
+        body.extend_from_slice(&[self.kind(), 0]);
         match self {
-            Self::Report(report) => {
-                body.extend_from_slice(&[KIND_REPORT, 0]);
-                body.extend_from_slice(&report.run_id.to_le_bytes());
-                body.extend_from_slice(&report.world.to_le_bytes());
-                body.extend_from_slice(&report.rank.to_le_bytes());
-                encode_addr(&mut body, report.addr);
+            Self::Report(report) => encode_report(&mut body, report),
+            Self::ProvenReport(report, proof) => {
+                encode_report(&mut body, report);
+                body.extend_from_slice(&proof.nonce);
+                body.extend_from_slice(&proof.tag);
             }
-            Self::Members { run_id, addrs } => {
-                let world = u32::try_from(addrs.len()).ok().filter(|&n| n <= MAX_RANKS);
-                let world = world.expect("a members list holds at most MAX_RANKS addresses");
-                body.extend_from_slice(&[KIND_MEMBERS, 0]);
-                body.extend_from_slice(&run_id.to_le_bytes());
-                body.extend_from_slice(&world.to_le_bytes());
-                for &addr in addrs {
-                    encode_addr(&mut body, addr);
-                }
+            Self::Members { run_id, addrs } => encode_members(&mut body, *run_id, addrs),
+            Self::ProvenMembers { run_id, addrs, tag } => {
+                encode_members(&mut body, *run_id, addrs);
+                body.extend_from_slice(tag);
             }
             Self::Refusal(refusal) => {
                 let (code, arg) = refusal.to_wire();
-                body.extend_from_slice(&[KIND_REFUSAL, 0, code, 0, 0, 0]);
+                body.extend_from_slice(&[code, 0, 0, 0]);
                 body.extend_from_slice(&arg.to_le_bytes());
             }
+            Self::Challenge(nonce) => body.extend_from_slice(nonce),
         }
         let len = u32::try_from(body.len()).expect("control messages are far below 4 GiB");
         let mut frame = Vec::with_capacity(4 + body.len());
@@ -136,34 +164,30 @@ impl Message {
             });
         }
         let [kind, reserved] = input.array()?;
-        if !matches!(kind, KIND_REPORT | KIND_MEMBERS | KIND_REFUSAL) {
+        if !(KIND_REPORT..=KIND_PROVEN_MEMBERS).contains(&kind) {
             return Err(ControlError::UnknownKind(kind));
         }
         if reserved != 0 {
             return Err(ControlError::ReservedNotZero);
         }
         let message = match kind {
-            KIND_REPORT => {
-                let run_id = input.u64()?;
-                let world = input.u32()?;
-                let rank = input.u32()?;
-                let addr = input.addr()?;
-                Self::Report(Report {
-                    run_id,
-                    world,
-                    rank,
-                    addr,
-                })
+            KIND_REPORT => Self::Report(input.report()?),
+            KIND_PROVEN_REPORT => {
+                let report = input.report()?;
+                let nonce = input.array()?;
+                let tag = input.array()?;
+                Self::ProvenReport(report, Proof { nonce, tag })
             }
             KIND_MEMBERS => {
-                let run_id = input.u64()?;
-                let world = input.u32()?;
-                if world == 0 || world > MAX_RANKS {
-                    return Err(ControlError::BadWorldSize(world));
-                }
-                let addrs = (0..world).map(|_| input.addr()).collect::<Result<_, _>>()?;
+                let (run_id, addrs) = input.members()?;
                 Self::Members { run_id, addrs }
             }
+            KIND_PROVEN_MEMBERS => {
+                let (run_id, addrs) = input.members()?;
+                let tag = input.array()?;
+                Self::ProvenMembers { run_id, addrs, tag }
+            }
+            KIND_CHALLENGE => Self::Challenge(input.array()?),
             _ => {
                 let [code, r0, r1, r2] = input.array()?;
                 if [r0, r1, r2] != [0; 3] {
@@ -185,7 +209,30 @@ impl Message {
             Self::Report(_) => KIND_REPORT,
             Self::Members { .. } => KIND_MEMBERS,
             Self::Refusal(_) => KIND_REFUSAL,
+            Self::Challenge(_) => KIND_CHALLENGE,
+            Self::ProvenReport(..) => KIND_PROVEN_REPORT,
+            Self::ProvenMembers { .. } => KIND_PROVEN_MEMBERS,
         }
+    }
+}
+
+fn encode_report(out: &mut Vec<u8>, report: &Report) {
+    out.extend_from_slice(&report.run_id.to_le_bytes());
+    out.extend_from_slice(&report.world.to_le_bytes());
+    out.extend_from_slice(&report.rank.to_le_bytes());
+    encode_addr(out, report.addr);
+}
+
+/// # Panics
+///
+/// If `addrs` is longer than [`MAX_RANKS`] (no list ever is).
+fn encode_members(out: &mut Vec<u8>, run_id: u64, addrs: &[SocketAddr]) {
+    let world = u32::try_from(addrs.len()).ok().filter(|&n| n <= MAX_RANKS);
+    let world = world.expect("a members list holds at most MAX_RANKS addresses");
+    out.extend_from_slice(&run_id.to_le_bytes());
+    out.extend_from_slice(&world.to_le_bytes());
+    for &addr in addrs {
+        encode_addr(out, addr);
     }
 }
 
@@ -224,6 +271,25 @@ impl Input<'_> {
 
     fn u64(&mut self) -> Result<u64, ControlError> {
         self.array().map(u64::from_le_bytes)
+    }
+
+    fn report(&mut self) -> Result<Report, ControlError> {
+        Ok(Report {
+            run_id: self.u64()?,
+            world: self.u32()?,
+            rank: self.u32()?,
+            addr: self.addr()?,
+        })
+    }
+
+    fn members(&mut self) -> Result<(u64, Vec<SocketAddr>), ControlError> {
+        let run_id = self.u64()?;
+        let world = self.u32()?;
+        if world == 0 || world > MAX_RANKS {
+            return Err(ControlError::BadWorldSize(world));
+        }
+        let addrs = (0..world).map(|_| self.addr()).collect::<Result<_, _>>()?;
+        Ok((run_id, addrs))
     }
 
     fn addr(&mut self) -> Result<SocketAddr, ControlError> {

@@ -20,11 +20,10 @@ use std::sync::mpsc::{self, Sender};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime};
 
-mod arrivals;
 mod rejections;
 mod rendezvous;
 
-use arrivals::Arrivals;
+use super::arrivals::Arrivals;
 use rejections::Rejections;
 
 use super::process::{self, SpawnSpec};
@@ -34,6 +33,7 @@ use super::{
     RankReport, Refusal, Stream, output, write_message,
 };
 use crate::auth::{ENV_KEY, RunKey};
+use crate::env::ENV_BIND;
 use crate::launch_error::{LaunchError, LaunchOp, LaunchPhase};
 
 /// How often the loop looks at the ranks before the rendezvous.
@@ -244,7 +244,7 @@ impl<'a> Supervisor<'a> {
             abort: None,
             kill_at: None,
             killed_at: None,
-            arrivals: Arrivals::default(),
+            arrivals: Arrivals::new(false),
             key,
             interrupts,
             interrupts_handled: 0,
@@ -286,6 +286,9 @@ impl<'a> Supervisor<'a> {
             ),
             (OsString::from(ENV_KEY), OsString::from(self.key.to_hex())),
         ]);
+        if let Some(host) = self.config.host_of(rank) {
+            env.push((OsString::from(ENV_BIND), OsString::from(host.to_string())));
+        }
         let spec = SpawnSpec {
             program: &self.config.program,
             args: &self.config.args,

@@ -45,6 +45,9 @@ pub enum ControlError {
     /// The members list does not match the rank's report (another run ID
     /// or world size, or another address for the rank itself).
     MembersMismatch,
+    /// The coordinator's address list does not carry a valid tag under
+    /// the run key: whoever answered does not hold it.
+    Unproven,
 }
 
 impl fmt::Display for ControlError {
@@ -71,6 +74,9 @@ impl fmt::Display for ControlError {
             Self::MembersMismatch => {
                 f.write_str("the address list does not match this rank's report")
             }
+            Self::Unproven => f.write_str(
+                "the address list is not proven with the run key: the coordinator does not hold it",
+            ),
         }
     }
 }

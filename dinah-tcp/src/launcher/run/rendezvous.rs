@@ -5,19 +5,12 @@
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
-use super::arrivals::Event;
 use super::{Supervisor, WRITE_LIMIT};
 use crate::launch_error::{LaunchError, LaunchOp};
+use crate::launcher::arrivals::{Event, Inbound};
 use crate::launcher::{
     CONTROL_VERSION, ControlError, LaunchEvent, Message, ReadError, Refusal, write_message,
 };
-
-/// A control connection and what its reader thread made of it.
-pub(super) struct Inbound {
-    pub(super) stream: TcpStream,
-    pub(super) peer: SocketAddr,
-    pub(super) result: Result<Message, ReadError>,
-}
 
 impl Supervisor<'_> {
     /// Accepts new control connections and reads the waiting ones; hands
@@ -70,6 +63,7 @@ impl Supervisor<'_> {
             mut stream,
             peer,
             result,
+            ..
         }: Inbound,
     ) {
         if self.rendezvous_done {

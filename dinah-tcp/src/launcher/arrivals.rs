@@ -10,41 +10,56 @@
 //! new connection is read once as soon as it is accepted, so a flood of
 //! strangers cannot push a rank out before its report is read; if it ever
 //! does, the rank sees the connection close and reports again.
+//!
+//! `dinah-run` and a coordinator rank (`env/coordinator.rs`) both read
+//! their reports this way. A coordinator of a run with a key has every new
+//! connection sent a challenge first, and keeps the challenge with the
+//! connection for checking the proof that comes with the report.
 
 use std::collections::VecDeque;
-use std::io::{self, Read};
+use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
-use super::rendezvous::Inbound;
+use crate::launcher::control::PROOF_LEN;
 use crate::launcher::{ControlError, Message, ReadError};
 
 /// How long a new control connection may take to deliver its report.
-pub(super) const REPORT_TIMEOUT: Duration = Duration::from_secs(2);
+pub(crate) const REPORT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The most control connections waiting for their report at once.
-pub(super) const MAX_ARRIVALS: usize = 1024;
+pub(crate) const MAX_ARRIVALS: usize = 1024;
 
 /// The most connections accepted between two passes over the waiting
 /// ones.
 const ACCEPT_BATCH: usize = 64;
 
 /// The largest report frame: the length prefix, the body header
-/// (magic, version, kind, reserved), run ID, world, rank, and an IPv6
-/// address with its port and scope.
-const MAX_REPORT_FRAME: usize = 4 + 8 + 8 + 4 + 4 + 23;
+/// (magic, version, kind, reserved), run ID, world, rank, an IPv6
+/// address with its port and scope, and a proof (nonce and tag).
+const MAX_REPORT_FRAME: usize = 4 + 8 + 8 + 4 + 4 + 23 + 2 * PROOF_LEN;
+
+/// A control connection and what was read from it.
+pub(crate) struct Inbound {
+    pub(crate) stream: TcpStream,
+    pub(crate) peer: SocketAddr,
+    /// The challenge this connection was sent, if it was sent one.
+    pub(crate) challenge: Option<[u8; PROOF_LEN]>,
+    pub(crate) result: Result<Message, ReadError>,
+}
 
 /// One connection whose report is being read.
 struct Arrival {
     stream: TcpStream,
     peer: SocketAddr,
+    challenge: Option<[u8; PROOF_LEN]>,
     buf: [u8; MAX_REPORT_FRAME],
     filled: usize,
     until: Instant,
 }
 
 /// What happened to the waiting connections in one pass.
-pub(super) enum Event {
+pub(crate) enum Event {
     /// A connection delivered a message or failed: hand it to the
     /// rendezvous.
     Inbound(Inbound),
@@ -54,20 +69,31 @@ pub(super) enum Event {
 
 /// The control connections waiting for their report, oldest first.
 #[derive(Default)]
-pub(super) struct Arrivals {
+pub(crate) struct Arrivals {
     waiting: VecDeque<Arrival>,
+    /// Whether every new connection is sent a challenge.
+    challenges: bool,
 }
 
 impl Arrivals {
+    /// No connections yet; with `challenges`, each new one is sent a
+    /// [`Message::Challenge`] with a fresh nonce as soon as it is accepted.
+    pub(crate) fn new(challenges: bool) -> Self {
+        Self {
+            waiting: VecDeque::new(),
+            challenges,
+        }
+    }
+
     /// Connections waiting for their report.
-    pub(super) fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.waiting.len()
     }
 
     /// Accepts up to a batch of new connections from `listener`, then
     /// reads every waiting one; pushes what finished onto `events`.
     /// Returns whether anything happened.
-    pub(super) fn pass(&mut self, listener: &TcpListener, events: &mut Vec<Event>) -> bool {
+    pub(crate) fn pass(&mut self, listener: &TcpListener, events: &mut Vec<Event>) -> bool {
         let now = Instant::now();
         let mut busy = false;
         for _ in 0..ACCEPT_BATCH {
@@ -124,17 +150,22 @@ impl Arrivals {
         now: Instant,
         events: &mut Vec<Event>,
     ) {
-        if let Err(e) = stream.set_nonblocking(true) {
-            events.push(Event::Inbound(Inbound {
-                stream,
-                peer,
-                result: Err(ReadError::Io(e)),
-            }));
-            return;
-        }
+        let challenge = match self.challenge(&stream) {
+            Ok(challenge) => challenge,
+            Err(e) => {
+                events.push(Event::Inbound(Inbound {
+                    stream,
+                    peer,
+                    challenge: None,
+                    result: Err(ReadError::Io(e)),
+                }));
+                return;
+            }
+        };
         let mut arrival = Arrival {
             stream,
             peer,
+            challenge,
             buf: [0; MAX_REPORT_FRAME],
             filled: 0,
             until: now + REPORT_TIMEOUT,
@@ -149,6 +180,22 @@ impl Arrivals {
             }
         }
         self.waiting.push_back(arrival);
+    }
+
+    /// Makes `stream` non-blocking and, if challenges are on, sends it one.
+    /// A fresh connection's send buffer takes the few bytes of a challenge
+    /// at once; one that does not is dropped like a failed read.
+    fn challenge(&self, stream: &TcpStream) -> io::Result<Option<[u8; PROOF_LEN]>> {
+        stream.set_nonblocking(true)?;
+        if !self.challenges {
+            return Ok(None);
+        }
+        let nonce = crate::auth::nonce()?;
+        let frame = Message::Challenge(nonce).encode();
+        match (&*stream).write(&frame)? {
+            n if n == frame.len() => Ok(Some(nonce)),
+            _ => Err(io::ErrorKind::WriteZero.into()),
+        }
     }
 }
 
@@ -221,6 +268,7 @@ impl Arrival {
         Inbound {
             stream: self.stream,
             peer: self.peer,
+            challenge: self.challenge,
             result,
         }
     }
@@ -289,7 +337,7 @@ mod tests {
     #[test]
     fn a_report_sent_in_pieces_is_read_without_blocking() {
         let (listener, addr) = listener();
-        let mut arrivals = Arrivals::default();
+        let mut arrivals = Arrivals::new(false);
         let mut rank = TcpStream::connect(addr).unwrap();
         let message = report(addr);
         let frame = message.encode();
@@ -306,7 +354,7 @@ mod tests {
     #[test]
     fn a_long_announcement_is_refused_after_the_header_without_reading_it() {
         let (listener, addr) = listener();
-        let mut arrivals = Arrivals::default();
+        let mut arrivals = Arrivals::new(false);
         let mut newer = u32::MAX.to_le_bytes().to_vec();
         newer.extend_from_slice(&MAGIC);
         newer.extend_from_slice(&(CONTROL_VERSION + 1).to_le_bytes());
@@ -340,7 +388,7 @@ mod tests {
     #[test]
     fn beyond_the_limit_the_oldest_silent_connection_makes_room() {
         let (listener, addr) = listener();
-        let mut arrivals = Arrivals::default();
+        let mut arrivals = Arrivals::new(false);
         let crowd: Vec<TcpStream> = (0..MAX_ARRIVALS)
             .map(|_| TcpStream::connect(addr).unwrap())
             .collect();
