@@ -26,8 +26,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use dinah::launch::launcher::{ENV_RANK, LaunchConfig, PrefixedStdio, launch};
 use dinah::prelude::*;
-use dinah::tcp::launcher::{ENV_RANK, LaunchConfig, PrefixedStdio, launch};
 use dinah::tcp::{EnvProblem, LaunchEnv, LaunchError};
 
 type Result<T, E = Box<dyn Error + Send + Sync>> = std::result::Result<T, E>;

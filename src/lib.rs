@@ -10,7 +10,8 @@
 //! | --- | --- | --- |
 //! | [`core`] | `dinah-core` | no_std, allocation-free primitives and protocol |
 //! | [`std`] | `dinah-std` | executor, scheduler, domains, runtime |
-//! | `tcp` (feature `tcp`, default) | `dinah-tcp` | TCP transport and launcher |
+//! | `tcp` (feature `tcp`, default) | `dinah-tcp` | TCP transport |
+//! | `launch` (feature `tcp`, default) | `dinah-launch` | `dinah-run`, and a rank's rendezvous under any launcher |
 //! | `mpi` (feature `mpi`) | `dinah-mpi` | MPI transport |
 //!
 //! [`prelude`] gathers what a program usually names, for one
@@ -44,6 +45,9 @@
 
 #[doc(inline)]
 pub use dinah_core as core;
+#[cfg(feature = "tcp")]
+#[doc(inline)]
+pub use dinah_launch as launch;
 #[cfg(feature = "mpi")]
 #[doc(inline)]
 pub use dinah_mpi as mpi;

@@ -4,9 +4,9 @@
 //!
 //! **The rank program is this test binary.** Each test launches N copies
 //! of the binary it runs in (`<this binary> <test name> --exact`) through
-//! [`dinah_tcp::launcher::launch`], the library behind the `dinah-run`
+//! [`dinah_launch::launcher::launch`], the library behind the `dinah-run`
 //! binary (same spawn, rendezvous, output and kill logic; only the
-//! command-line parsing differs, and `dinah-tcp/tests/dinah_run.rs` covers
+//! command-line parsing differs, and `dinah-launch/tests/dinah_run.rs` covers
 //! that binary end to end). The launcher puts `DINAH_TEST_RANK_OF=<test
 //! name>` in the ranks' environment, so the same test function, run again
 //! inside each rank, plays the rank instead of launching. A root test
@@ -32,8 +32,8 @@ use std::time::Duration;
 
 use conformance::{Case, RankCtx, RankState};
 use dinah_core::{Rank, WorldSize};
+use dinah_launch::launcher::{ExitKind, LaunchConfig, LaunchReport, OutputSink, Stream, launch};
 use dinah_std::{CodecError, RuntimeError, SegmentReader, SegmentWriter, WireValue, schema_id};
-use dinah_tcp::launcher::{ExitKind, LaunchConfig, LaunchReport, OutputSink, Stream, launch};
 use dinah_tcp::{LaunchEnv, LaunchError, TcpTransport};
 
 /// Names the test whose rank this process is.

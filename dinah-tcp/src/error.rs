@@ -9,9 +9,9 @@ use dinah_core::Rank;
 use dinah_core::wire::{Channel, HelloError, HelloField, HelloMismatch, ProtocolError};
 use dinah_std::transport::{IoOp, Refusal, RefusalCause, TransportError};
 
-use crate::auth::KeyError;
 use crate::config::ConfigField;
 use crate::membership::MembershipError;
+use dinah_launch::KeyError;
 
 /// What went wrong in the TCP transport: while setting up (binding,
 /// connecting, the hello handshake) or on an established connection.

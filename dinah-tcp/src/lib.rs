@@ -166,7 +166,6 @@ mod auth;
 mod channel;
 mod config;
 mod driver;
-mod env;
 mod epoll;
 mod error;
 mod frame;
@@ -175,8 +174,6 @@ mod frame;
 pub mod fuzzing;
 mod handshake;
 mod inbound;
-mod launch_error;
-pub mod launcher;
 mod membership;
 mod outbox;
 mod setup;
@@ -184,14 +181,16 @@ mod socket;
 mod transport;
 mod watch;
 
-pub use auth::{ENV_KEY, ENV_KEY_FILE, KeyError, RunKey};
 pub use config::{ConfigField, TcpConfig};
-pub use driver::TcpDriver;
-pub use env::{
-    AddressSource, ENV_BIND, ENV_COORDINATOR, ENV_HOSTFILE, EXIT_LAUNCHER_GONE, HostfileError,
-    LaunchEnv, Launcher,
+/// A rank's side of a launch, re-exported from `dinah-launch`:
+/// [`Membership::from_env`] and `Membership::from(LaunchEnv::rendezvous())`
+/// use them.
+pub use dinah_launch::{
+    AddressSource, EXIT_LAUNCHER_GONE, EnvProblem, LaunchEnv, LaunchError, LaunchOp, LaunchPhase,
+    Launcher, Rendezvous,
 };
+pub use dinah_launch::{ENV_KEY, ENV_KEY_FILE, KeyError, RunKey};
+pub use driver::TcpDriver;
 pub use error::TcpError;
-pub use launch_error::{EnvProblem, LaunchError, LaunchOp, LaunchPhase};
 pub use membership::{Membership, MembershipError};
 pub use transport::TcpTransport;

@@ -6,6 +6,8 @@ use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 
 use dinah_core::{Rank, WorldSize};
 
+use dinah_launch::{LaunchEnv, LaunchError, Rendezvous};
+
 use crate::auth::RunKey;
 
 /// This rank's view of the run: its rank, the world size, the address every
@@ -52,16 +54,9 @@ pub struct Membership {
     auth: Auth,
 }
 
-/// How a rank proves its membership.
-#[derive(Clone)]
-pub(crate) enum Auth {
-    /// With the key in the environment, read when connecting.
-    FromEnv,
-    /// With this key.
-    Key(RunKey),
-    /// Not at all: the user turned it off.
-    Off,
-}
+/// How a rank proves its membership (the launch crate's type: a
+/// rendezvous says it too).
+pub(crate) use dinah_launch::Authentication as Auth;
 
 impl Membership {
     /// `rank` of `world`, where rank `i` listens on `addrs[i]`.
@@ -253,6 +248,52 @@ impl fmt::Debug for Membership {
                 },
             )
             .finish()
+    }
+}
+
+impl From<Rendezvous> for Membership {
+    /// The membership a rendezvous learned: its rank, world and addresses,
+    /// its listener if it bound one, and its way of proving the key.
+    fn from(met: Rendezvous) -> Self {
+        let Rendezvous {
+            rank,
+            world,
+            addrs,
+            listener,
+            authentication,
+            ..
+        } = met;
+        let membership = Self::new(rank, world, addrs)
+            .expect("a rendezvous checks the rank and the address count");
+        Self {
+            listener,
+            auth: authentication,
+            ..membership
+        }
+    }
+}
+
+impl Membership {
+    /// The membership of a rank started by `dinah-run`, `srun`, `mpirun`
+    /// or `mpiexec` (or with `DINAH_RANK` set by hand): reads the
+    /// environment ([`LaunchEnv::from_env`]) and meets the other ranks
+    /// ([`LaunchEnv::rendezvous`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`LaunchEnv::from_env`] and [`LaunchEnv::rendezvous`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use dinah_tcp::Membership;
+    ///
+    /// let membership = Membership::from_env()?;
+    /// println!("rank {} of {}", membership.rank().get(), membership.world().get());
+    /// # Ok::<(), dinah_tcp::LaunchError>(())
+    /// ```
+    pub fn from_env() -> Result<Self, LaunchError> {
+        LaunchEnv::from_env()?.rendezvous().map(Self::from)
     }
 }
 

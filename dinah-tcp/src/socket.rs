@@ -10,10 +10,10 @@
 
 use std::io::{self, IoSlice};
 use std::mem::MaybeUninit;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::time::Duration;
 
-use socket2::{Domain, Protocol, SockRef, Socket, TcpKeepalive, Type};
+use socket2::{SockRef, TcpKeepalive};
 
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
 compile_error!(
@@ -27,22 +27,7 @@ const MSG_DONTWAIT: core::ffi::c_int = 0x40;
 /// `MSG_NOSIGNAL` on Linux: no `SIGPIPE` on a broken connection.
 const MSG_NOSIGNAL: core::ffi::c_int = 0x4000;
 
-/// The listen backlog of every listener (the kernel caps it at
-/// `net.core.somaxconn`): room for a burst of strangers' connections
-/// without turning a genuine rank's connection away while the owner
-/// accepts them.
-const LISTEN_BACKLOG: i32 = 1024;
-
-/// Binds a listener on `addr` with `SO_REUSEADDR` (a restarted run can
-/// reuse a port in `TIME_WAIT`, as the standard library's listeners can)
-/// and a backlog of [`LISTEN_BACKLOG`].
-pub(crate) fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
-    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
-    socket.set_reuse_address(true)?;
-    socket.bind(&addr.into())?;
-    socket.listen(LISTEN_BACKLOG)?;
-    Ok(socket.into())
-}
+pub(crate) use dinah_launch::listener::bind;
 
 /// Configures an established connection: `TCP_NODELAY` (frames leave at
 /// once; the owner batches writes itself) and the keep-alive probes.
@@ -125,7 +110,11 @@ fn recv_uninit(
 /// A connected pair of loopback sockets, for tests.
 #[cfg(test)]
 pub(crate) fn loopback_pair() -> (TcpStream, TcpStream) {
-    let listener = bind(SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, 0))).unwrap();
+    let listener = bind(std::net::SocketAddr::from((
+        std::net::Ipv4Addr::LOCALHOST,
+        0,
+    )))
+    .unwrap();
     let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
     let (server, _) = listener.accept().unwrap();
     (client, server)

@@ -23,7 +23,9 @@ pub struct TcpTransport;
 
 impl TcpTransport {
     /// Connects this rank to every other rank with the default
-    /// [`TcpConfig`]; see [`connect_with`](Self::connect_with).
+    /// [`TcpConfig`]; see [`connect_with`](Self::connect_with). The
+    /// membership may also be what a launcher's rendezvous returned
+    /// ([`LaunchEnv::rendezvous`](crate::LaunchEnv::rendezvous)).
     ///
     /// # Errors
     ///
@@ -33,7 +35,7 @@ impl TcpTransport {
     ///
     /// As [`connect_with`](Self::connect_with).
     pub fn connect(
-        membership: Membership,
+        membership: impl Into<Membership>,
         hello: TransportHello,
     ) -> Result<(TransportHandle, TcpDriver), TcpError> {
         Self::connect_with(membership, hello, TcpConfig::default())
@@ -70,10 +72,11 @@ impl TcpTransport {
     /// If a queue size in `hello.handle` is zero (validated runtime limits
     /// never give one), as [`TransportHandle::new`].
     pub fn connect_with(
-        mut membership: Membership,
+        membership: impl Into<Membership>,
         hello: TransportHello,
         config: TcpConfig,
     ) -> Result<(TransportHandle, TcpDriver), TcpError> {
+        let mut membership = membership.into();
         config.validate()?;
         let (me, world) = (membership.rank(), membership.world());
         let key = run_key(membership.auth())?;

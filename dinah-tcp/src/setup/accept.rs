@@ -11,7 +11,7 @@ use dinah_core::wire::{Hello, HelloField};
 use dinah_std::transport::IoOp;
 
 use super::{MAX_REJECTIONS, record_admission};
-use crate::auth::{self, Role, RunKey, Transcript};
+use crate::auth::{self, Prove, Role, RunKey, Transcript};
 use crate::error::TcpError;
 use crate::handshake::{self, Opening, Pending};
 use crate::socket;

@@ -14,7 +14,7 @@ use dinah_core::wire::{Channel, Hello, HelloAuth};
 use dinah_std::transport::IoOp;
 
 use super::Dialled;
-use crate::auth::{self, Role, RunKey, Transcript};
+use crate::auth::{self, Prove, Role, RunKey, Transcript};
 use crate::config::TcpConfig;
 use crate::error::TcpError;
 use crate::handshake;

@@ -5,7 +5,7 @@
 //! identity in the environment ([`ENV_RANK`], [`ENV_WORLD_SIZE`],
 //! [`ENV_RUN_ID`], [`ENV_LAUNCHER`], [`ENV_LAUNCH_TIMEOUT_MS`]). Each rank
 //! binds its transport listener on port 0 and reports the bound address to
-//! the launcher ([`LaunchEnv::rendezvous`], or [`Membership::from_env`]);
+//! the launcher ([`LaunchEnv::rendezvous`], or `dinah_tcp::Membership::from_env`);
 //! when every rank has reported, the launcher sends every rank the full
 //! address list. No port is chosen before it is bound, so concurrent runs
 //! on one machine never race for ports. The wire format of this exchange
@@ -52,7 +52,7 @@
 //! use std::sync::Arc;
 //! use std::time::Duration;
 //! use dinah_core::WorldSize;
-//! use dinah_tcp::launcher::{LaunchConfig, PrefixedStdio, launch};
+//! use dinah_launch::launcher::{LaunchConfig, PrefixedStdio, launch};
 //!
 //! let config = LaunchConfig::new(WorldSize::new(2)?, "/bin/true").timeout(Duration::from_secs(10));
 //! let report = launch(&config, Arc::new(PrefixedStdio));
@@ -61,7 +61,6 @@
 //! ```
 //!
 //! [`LaunchEnv::rendezvous`]: crate::LaunchEnv::rendezvous
-//! [`Membership::from_env`]: crate::Membership::from_env
 
 mod args;
 pub(crate) mod arrivals;

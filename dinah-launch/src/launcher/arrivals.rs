@@ -190,7 +190,7 @@ impl Arrivals {
         if !self.challenges {
             return Ok(None);
         }
-        let nonce = crate::auth::nonce()?;
+        let nonce = crate::key::nonce()?;
         let frame = Message::Challenge(nonce).encode();
         match (&*stream).write(&frame)? {
             n if n == frame.len() => Ok(Some(nonce)),
@@ -291,7 +291,7 @@ mod tests {
     use crate::launcher::control::{MAGIC, Report};
 
     fn listener() -> (TcpListener, SocketAddr) {
-        let listener = crate::socket::bind((Ipv4Addr::LOCALHOST, 0).into()).unwrap();
+        let listener = crate::listener::bind((Ipv4Addr::LOCALHOST, 0).into()).unwrap();
         listener.set_nonblocking(true).unwrap();
         let addr = listener.local_addr().unwrap();
         (listener, addr)

@@ -1,7 +1,7 @@
 //! [`launch`](super::launch) with `/bin/sh` one-liners as ranks: the typed
 //! outcome of success, a failure, a start-up timeout, a refused size and
 //! an interrupt before the start.
-//! (`dinah-tcp/tests/dinah_run.rs` runs the binary, with ranks that talk
+//! (`dinah-launch/tests/dinah_run.rs` runs the binary, with ranks that talk
 //! to the launcher.)
 
 use std::sync::{Arc, Mutex};

@@ -4,7 +4,7 @@
 //! dinah-run -n 4 [--timeout 60s] [--run-id N] -- PROGRAM ARGS...
 //! ```
 //!
-//! The launcher logic lives in [`dinah_tcp::launcher`]; this is its
+//! The launcher logic lives in [`dinah_launch::launcher`]; this is its
 //! command line, and its signal handling: `SIGINT` and `SIGTERM` are
 //! caught (with `signal-hook`) and handed to the launch as
 //! [`Interrupts`], which passes them on to the ranks. The ranks run in
@@ -20,7 +20,7 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use dinah_tcp::launcher::{
+use dinah_launch::launcher::{
     self, Cli, HELP, Interrupts, LaunchEvent, OutputSink, PrefixedStdio, Stream,
 };
 use signal_hook::consts::{SIGINT, SIGTERM};

@@ -32,8 +32,8 @@ use super::{
     Interrupts, LaunchConfig, LaunchEvent, LaunchReport, MAX_RANKS, Message, OutputSink,
     RankReport, Refusal, Stream, output, write_message,
 };
-use crate::auth::{ENV_KEY, RunKey};
 use crate::env::ENV_BIND;
+use crate::key::{ENV_KEY, RunKey};
 use crate::launch_error::{LaunchError, LaunchOp, LaunchPhase};
 
 /// How often the loop looks at the ranks before the rendezvous.
@@ -60,7 +60,7 @@ const WRITE_LIMIT: Duration = Duration::from_secs(5);
 /// use std::sync::Arc;
 /// use std::time::Duration;
 /// use dinah_core::WorldSize;
-/// use dinah_tcp::launcher::{LaunchConfig, PrefixedStdio, launch};
+/// use dinah_launch::launcher::{LaunchConfig, PrefixedStdio, launch};
 ///
 /// let config = LaunchConfig::new(WorldSize::new(4)?, "./my_rank_program").timeout(Duration::from_secs(60));
 /// let report = launch(&config, Arc::new(PrefixedStdio));
@@ -181,7 +181,7 @@ fn random_run_id() -> u64 {
 }
 
 fn bind_control() -> io::Result<(TcpListener, SocketAddr)> {
-    let listener = crate::socket::bind((Ipv4Addr::LOCALHOST, 0).into())?;
+    let listener = crate::listener::bind((Ipv4Addr::LOCALHOST, 0).into())?;
     listener.set_nonblocking(true)?;
     let addr = listener.local_addr()?;
     Ok((listener, addr))

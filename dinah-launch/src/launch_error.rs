@@ -7,7 +7,6 @@ use std::io;
 use std::time::Duration;
 
 use crate::launcher::{ControlError, ExitKind, Refusal};
-use crate::membership::MembershipError;
 
 /// What the launcher (or a rank talking to it) was doing when an I/O
 /// operation failed.
@@ -159,14 +158,11 @@ pub enum LaunchError {
     /// none, and authentication was not turned off.
     NoKey,
     /// The run key in the environment cannot be read.
-    Key(crate::auth::KeyError),
+    Key(crate::key::KeyError),
     /// A control message was malformed.
     Protocol(ControlError),
     /// The launcher refused this rank, or aborted the rendezvous.
     Refused(Refusal),
-    /// The address list does not make a membership (cannot happen with a
-    /// list that passed the protocol's checks).
-    Membership(MembershipError),
     /// The launcher closed the control connection before sending the
     /// address list.
     LauncherClosed,
@@ -263,7 +259,6 @@ impl fmt::Display for LaunchError {
             Self::Key(error) => write!(f, "cannot read the run key: {error}"),
             Self::Protocol(error) => write!(f, "malformed control message: {error}"),
             Self::Refused(refusal) => write!(f, "the rendezvous was refused: {refusal}"),
-            Self::Membership(error) => write!(f, "the address list is unusable: {error}"),
             Self::LauncherClosed => {
                 f.write_str("the launcher closed the control connection before the address list")
             }
@@ -315,7 +310,6 @@ impl core::error::Error for LaunchError {
             Self::Hostfile { error, .. } => Some(error),
             Self::Key(error) => Some(error),
             Self::Refused(refusal) => Some(refusal),
-            Self::Membership(error) => Some(error),
             _ => None,
         }
     }

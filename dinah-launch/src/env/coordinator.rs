@@ -24,7 +24,7 @@ use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::auth::RunKey;
+use crate::key::RunKey;
 use crate::launch_error::{LaunchError, LaunchOp, LaunchPhase};
 use crate::launcher::arrivals::{Arrivals, Event, Inbound};
 use crate::launcher::control::{PROOF_LEN, Proof};
@@ -100,7 +100,7 @@ pub(crate) fn resolve(coordinator: &str) -> Result<Vec<SocketAddr>, LaunchError>
 pub(crate) fn listen(coordinator: &[SocketAddr]) -> Result<TcpListener, LaunchError> {
     let mut last = io::Error::from(io::ErrorKind::AddrNotAvailable);
     for &addr in coordinator {
-        match crate::socket::bind(addr).and_then(|l| l.set_nonblocking(true).map(|()| l)) {
+        match crate::listener::bind(addr).and_then(|l| l.set_nonblocking(true).map(|()| l)) {
             Ok(listener) => return Ok(listener),
             Err(e) => last = e,
         }
@@ -349,7 +349,7 @@ fn bind_near(stream: &TcpStream, bind: Option<IpAddr>) -> Result<TcpListener, La
         Some(ip) => ip,
         None => stream.local_addr().map_err(io)?.ip(),
     };
-    crate::socket::bind(SocketAddr::new(ip, 0)).map_err(io)
+    crate::listener::bind(SocketAddr::new(ip, 0)).map_err(io)
 }
 
 /// The address to report for `listener`: its own, or, if it listens on
@@ -396,7 +396,7 @@ fn exchange(
                 }
                 Err(error) => return Err(fail(error, LaunchOp::ReadControl)),
             };
-            let nonce = crate::auth::nonce().map_err(|source| {
+            let nonce = crate::key::nonce().map_err(|source| {
                 Some(LaunchError::Io {
                     op: LaunchOp::MakeKey,
                     source,
@@ -409,18 +409,9 @@ fn exchange(
         }
     };
     if let Err(source) = write_message(&mut stream, &message, run.deadline) {
-        return Err(match source.kind() {
-            io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => {
-                Some(run.timed_out(report.rank, 1))
-            }
-            io::ErrorKind::BrokenPipe
-            | io::ErrorKind::ConnectionReset
-            | io::ErrorKind::ConnectionAborted => None,
-            _ => Some(LaunchError::Io {
-                op: LaunchOp::WriteControl,
-                source,
-            }),
-        });
+        return Err(super::write_failure(source, || {
+            run.timed_out(report.rank, 1)
+        }));
     }
     let (run_id, addrs) = match (read_message(&mut stream, run.deadline), run.key, nonces) {
         (Ok(Message::Members { run_id, addrs }), None, _) => (run_id, addrs),

@@ -109,16 +109,7 @@ impl DinahRun {
     ) -> Result<(TcpStream, Vec<SocketAddr>), Option<LaunchError>> {
         let written = write_message(&mut stream, &Message::Report(report), deadline);
         if let Err(source) = written {
-            return Err(match source.kind() {
-                io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => Some(self.timed_out()),
-                io::ErrorKind::BrokenPipe
-                | io::ErrorKind::ConnectionReset
-                | io::ErrorKind::ConnectionAborted => None,
-                _ => Some(LaunchError::Io {
-                    op: LaunchOp::WriteControl,
-                    source,
-                }),
-            });
+            return Err(super::write_failure(source, || self.timed_out()));
         }
         let error = match read_message(&mut stream, deadline) {
             Ok(Message::Members { run_id, addrs }) => {
@@ -361,10 +352,10 @@ mod tests {
             .rendezvous()
             .unwrap();
         let own = fake.join().unwrap();
-        assert_eq!(membership.rank().get(), 1);
-        assert_eq!(membership.addrs(), [peer, own]);
+        assert_eq!(membership.rank.get(), 1);
+        assert_eq!(membership.addrs, [peer, own]);
         assert_eq!(
-            membership.listener().unwrap().local_addr().unwrap(),
+            membership.listener.unwrap().local_addr().unwrap(),
             own,
             "the reported listener is kept"
         );
@@ -397,7 +388,7 @@ mod tests {
             .rendezvous()
             .expect("the third report gets the list");
         fake.join().unwrap();
-        assert_eq!(membership.world().get(), 1);
+        assert_eq!(membership.world.get(), 1);
     }
 
     #[test]

@@ -5,8 +5,8 @@
 //! other's addresses ([`AddressSource`]): from `dinah-run` (`dinah_run.rs`),
 //! from rank 0 acting as the coordinator (`coordinator.rs`), or from a
 //! static hostfile (`hostfile.rs`). [`LaunchEnv::rendezvous`] then binds
-//! this rank's listener and returns the [`Membership`] the transport
-//! connects with.
+//! this rank's listener and returns a [`Rendezvous`]: what a transport
+//! needs to connect (`dinah_tcp::Membership` is made from it).
 
 use std::ffi::OsString;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener};
@@ -15,10 +15,9 @@ use std::time::{Duration, Instant};
 
 use dinah_core::{Rank, WorldSize};
 
-use crate::auth::RunKey;
+use crate::key::RunKey;
 use crate::launch_error::{EnvProblem, LaunchError, LaunchOp};
 use crate::launcher::{DEFAULT_STARTUP_TIMEOUT, ENV_LAUNCH_TIMEOUT_MS, ENV_LAUNCHER};
-use crate::membership::Membership;
 
 mod coordinator;
 mod dinah_run;
@@ -67,13 +66,50 @@ pub enum AddressSource {
     },
 }
 
+/// How a rank proves that it belongs to the run, once it connects.
+#[derive(Debug, Clone)]
+pub enum Authentication {
+    /// With the key in the environment ([`ENV_KEY`](crate::ENV_KEY),
+    /// [`ENV_KEY_FILE`](crate::ENV_KEY_FILE)), read when the transport
+    /// connects (`dinah-run` sets it; a hostfile run needs it set).
+    FromEnv,
+    /// With this key (the one the coordinator's rendezvous was proven
+    /// with).
+    Key(RunKey),
+    /// Not at all ([`LaunchEnv::without_authentication`]).
+    Off,
+}
+
+/// What a rendezvous learned: this rank, the world size, every rank's
+/// address (indexed by rank), the listener bound for this rank, and how
+/// this rank proves that it belongs to the run.
+///
+/// `addrs` holds exactly one address per rank and `rank` is inside the
+/// world: the rendezvous checked both.
+#[non_exhaustive]
+#[derive(Debug)]
+pub struct Rendezvous {
+    /// This rank.
+    pub rank: Rank,
+    /// The number of ranks.
+    pub world: WorldSize,
+    /// Every rank's listening address, in rank order.
+    pub addrs: Vec<SocketAddr>,
+    /// This rank's listener, already bound at `addrs[rank]` (`None` with a
+    /// hostfile and no `DINAH_BIND`: the transport binds that address).
+    pub listener: Option<TcpListener>,
+    /// How this rank proves its membership.
+    pub authentication: Authentication,
+}
+
 /// What the launcher put in this process's environment: its rank, the
 /// world size, the run ID, and how to learn every rank's address.
 ///
 /// A rank reads it first (the run ID goes to `Runtime::builder`), then calls
-/// [`rendezvous`](Self::rendezvous) for its [`Membership`].
-/// [`Membership::from_env`] does both steps when the run ID is not needed
-/// separately.
+/// [`rendezvous`](Self::rendezvous) to meet the other ranks. The TCP
+/// transport's `Membership::from(rendezvous)` makes the membership it
+/// connects with, and `Membership::from_env()` does all of it when the run
+/// ID is not needed separately.
 ///
 /// The same program runs under `dinah-run`, `srun`, `mpirun` or `mpiexec`
 /// (or by hand): see [`from_env`](Self::from_env) for what is read.
@@ -81,19 +117,15 @@ pub enum AddressSource {
 /// # Examples
 ///
 /// ```no_run
-/// use dinah_core::{ProtocolLimits, RuntimeLimits};
-/// use dinah_std::Runtime;
-/// use dinah_tcp::{LaunchEnv, TcpTransport};
+/// use dinah_launch::LaunchEnv;
 ///
 /// let launch = LaunchEnv::from_env()?;
-/// let builder = Runtime::builder(launch.run_id(), ProtocolLimits::default(), RuntimeLimits::default())?;
-/// // ... register actions ...
-/// let hello = builder.hello()?;
-/// let membership = launch.rendezvous()?;
-/// let (handle, driver) = TcpTransport::connect(membership, hello)?;
-/// let runtime = builder.start(handle, driver)?;
-/// # drop(runtime);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// println!("rank {} of {}, run {}", launch.rank().get(), launch.world().get(), launch.run_id());
+/// // ... build the runtime with `launch.run_id()` ...
+/// let met = launch.rendezvous()?;
+/// println!("rank 0 listens on {}", met.addrs[0]);
+/// // ... `dinah_tcp::Membership::from(met)`, then connect ...
+/// # Ok::<(), dinah_launch::LaunchError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LaunchEnv {
@@ -245,9 +277,8 @@ impl LaunchEnv {
     }
 
     /// Turns the proof of membership off: the coordinator's rendezvous runs
-    /// without a key, and the membership is
-    /// [`without_authentication`](Membership::without_authentication).
-    /// Every rank of the run must do the same.
+    /// without a key, and the rendezvous says
+    /// [`Authentication::Off`]. Every rank of the run must do the same.
     pub fn without_authentication(mut self) -> Self {
         self.authenticate = false;
         self
@@ -267,7 +298,7 @@ impl LaunchEnv {
     ///
     /// [`LaunchError::Io`] if the listener cannot be bound; otherwise as
     /// [`rendezvous_with`](Self::rendezvous_with).
-    pub fn rendezvous(self) -> Result<Membership, LaunchError> {
+    pub fn rendezvous(self) -> Result<Rendezvous, LaunchError> {
         self.meet(None)
     }
 
@@ -299,17 +330,17 @@ impl LaunchEnv {
     /// - [`LaunchError::Protocol`]: a malformed or unproven answer;
     /// - [`LaunchError::NoKey`], [`LaunchError::Key`]: a coordinated run
     ///   without a readable key, authentication on.
-    pub fn rendezvous_with(self, listener: TcpListener) -> Result<Membership, LaunchError> {
+    pub fn rendezvous_with(self, listener: TcpListener) -> Result<Rendezvous, LaunchError> {
         self.meet(Some(listener))
     }
 
-    fn meet(self, listener: Option<TcpListener>) -> Result<Membership, LaunchError> {
+    fn meet(self, listener: Option<TcpListener>) -> Result<Rendezvous, LaunchError> {
         let bind_io = |source| LaunchError::Io {
             op: LaunchOp::BindListener,
             source,
         };
         let bind =
-            |ip: IpAddr, port| crate::socket::bind(SocketAddr::new(ip, port)).map_err(bind_io);
+            |ip: IpAddr, port| crate::listener::bind(SocketAddr::new(ip, port)).map_err(bind_io);
         let (listener, addrs, key) = match &self.addresses {
             AddressSource::DinahRun { control } => {
                 let listener = match listener {
@@ -341,15 +372,16 @@ impl LaunchEnv {
                 (Some(listener), addrs, key)
             }
         };
-        let mut membership =
-            Membership::new(self.rank, self.world, addrs).map_err(LaunchError::Membership)?;
-        if let Some(listener) = listener {
-            membership = membership.with_listener(listener);
-        }
-        Ok(match (self.authenticate, key) {
-            (false, _) => membership.without_authentication(),
-            (true, Some(key)) => membership.with_key(key),
-            (true, None) => membership,
+        Ok(Rendezvous {
+            rank: self.rank,
+            world: self.world,
+            addrs,
+            listener,
+            authentication: match (self.authenticate, key) {
+                (false, _) => Authentication::Off,
+                (true, Some(key)) => Authentication::Key(key),
+                (true, None) => Authentication::FromEnv,
+            },
         })
     }
 
@@ -393,7 +425,7 @@ impl LaunchEnv {
             .ip();
         let listener = match listener {
             Some(listener) => listener,
-            None => crate::socket::bind(SocketAddr::new(self.bind.unwrap_or(near), 0)).map_err(
+            None => crate::listener::bind(SocketAddr::new(self.bind.unwrap_or(near), 0)).map_err(
                 |source| LaunchError::Io {
                     op: LaunchOp::BindListener,
                     source,
@@ -416,25 +448,21 @@ impl LaunchEnv {
     }
 }
 
-impl Membership {
-    /// The membership of a rank started by `dinah-run`, `srun`, `mpirun`
-    /// or `mpiexec`: reads the environment ([`LaunchEnv::from_env`]) and
-    /// meets the other ranks ([`LaunchEnv::rendezvous`]).
-    ///
-    /// # Errors
-    ///
-    /// As [`LaunchEnv::from_env`] and [`LaunchEnv::rendezvous`].
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// use dinah_tcp::Membership;
-    ///
-    /// let membership = Membership::from_env()?;
-    /// println!("rank {} of {}", membership.rank().get(), membership.world().get());
-    /// # Ok::<(), dinah_tcp::LaunchError>(())
-    /// ```
-    pub fn from_env() -> Result<Membership, LaunchError> {
-        LaunchEnv::from_env()?.rendezvous()
+/// What a failed write of a rank's report means: `None` if the launcher
+/// or coordinator hung up first (the rank reports again on a new
+/// connection), the rendezvous's timeout if the deadline passed, else the
+/// I/O error.
+fn write_failure(
+    source: std::io::Error,
+    timed_out: impl FnOnce() -> LaunchError,
+) -> Option<LaunchError> {
+    use std::io::ErrorKind;
+    match source.kind() {
+        ErrorKind::TimedOut | ErrorKind::WouldBlock => Some(timed_out()),
+        ErrorKind::BrokenPipe | ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted => None,
+        _ => Some(LaunchError::Io {
+            op: LaunchOp::WriteControl,
+            source,
+        }),
     }
 }

@@ -1,0 +1,29 @@
+//! Binding a listener the way every dinah listener is bound.
+
+use std::io;
+use std::net::{SocketAddr, TcpListener};
+
+use socket2::{Domain, Protocol, Socket, Type};
+
+/// The listen backlog of every listener (the kernel caps it at
+/// `net.core.somaxconn`): room for a burst of strangers' connections
+/// without turning a genuine rank's connection away while its owner
+/// accepts them.
+pub const LISTEN_BACKLOG: i32 = 1024;
+
+/// Binds a listener on `addr` with `SO_REUSEADDR` (a restarted run can
+/// reuse a port in `TIME_WAIT`, as the standard library's listeners can)
+/// and a backlog of [`LISTEN_BACKLOG`]. The launcher's control listener,
+/// the coordinator's, and the TCP transport's rank listeners all are.
+///
+/// # Errors
+///
+/// The operating system's error (the address is taken, or not this
+/// host's).
+pub fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_reuse_address(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(LISTEN_BACKLOG)?;
+    Ok(socket.into())
+}
