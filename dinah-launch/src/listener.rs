@@ -27,3 +27,17 @@ pub fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
     socket.listen(LISTEN_BACKLOG)?;
     Ok(socket.into())
 }
+
+/// Did `accept` fail because the process (or the system) is out of file
+/// descriptors (`EMFILE`, `ENFILE`; `WSAEMFILE` on Windows)? A listener
+/// under a flood of connections then drops one it holds and goes on.
+pub fn is_out_of_descriptors(error: &io::Error) -> bool {
+    #[cfg(unix)]
+    let codes = [libc::EMFILE, libc::ENFILE];
+    // `WSAEMFILE` in `winsock2.h`.
+    #[cfg(not(unix))]
+    let codes = [10024];
+    error
+        .raw_os_error()
+        .is_some_and(|code| codes.contains(&code))
+}

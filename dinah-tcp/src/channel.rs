@@ -77,10 +77,13 @@ impl Connection {
     ) -> Result<Self, TcpError> {
         let peer = ctx.source();
         let configure = |e| TcpError::io(Some(peer), IoOp::Configure, e);
-        // Left in blocking mode, without timeouts: the owner's reads and
-        // writes pass `MSG_DONTWAIT` (see `socket.rs`), and the watcher
-        // waits for readiness, never in a socket call.
-        stream.set_nonblocking(false).map_err(configure)?;
+        // Without timeouts: the owner never waits in a socket call (the
+        // watcher waits for readiness). Where the owner's reads and writes
+        // can pass `MSG_DONTWAIT` the socket stays in blocking mode;
+        // elsewhere it is made non-blocking (see `socket.rs`).
+        stream
+            .set_nonblocking(!crate::socket::PER_CALL_NONBLOCKING)
+            .map_err(configure)?;
         stream.set_read_timeout(None).map_err(configure)?;
         stream.set_write_timeout(None).map_err(configure)?;
         let registration = watcher.register(&stream, peer)?;

@@ -65,7 +65,7 @@ enum Stage {
 /// frames (control lane first), queues them per connection, writes as many
 /// as the sockets take (gathering up to 64 frames per `sendmsg`), then
 /// reads the sockets and hands over the frames they complete. While the
-/// owner is idle, one watcher thread waits on an `epoll` set of every
+/// owner is idle, one watcher thread waits on a readiness set of every
 /// connection's socket and wakes it when one becomes readable. See the
 /// [crate documentation](crate) for the design and its measurements.
 ///
@@ -338,7 +338,7 @@ impl TransportDriver for TcpDriver {
     /// Waits until something may be there to poll, for at most `timeout`.
     ///
     /// First, for up to `spin`, the owner looks at the sockets itself
-    /// (one non-blocking `epoll_wait` on the set of every live
+    /// (one non-blocking question to the readiness set of every live
     /// connection, yielding its core between looks) and at the handle's
     /// wakeup, which every `try_send` and worker completion triggers; an
     /// arrival caught here costs no thread wake-up at all. Then it arms the

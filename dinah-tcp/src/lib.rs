@@ -112,15 +112,15 @@
 //!   the key; [`Membership::without_authentication`] turns it off.
 //! - **Reading**: done by the owner thread inside `poll`, without
 //!   blocking and without a thread hand-off: it reads each socket
-//!   (`recv` with `MSG_DONTWAIT`), checks the stream with the core's
+//!   (a non-blocking `recv`), checks the stream with the core's
 //!   `StreamDecoder` (every length against the negotiated limits before
 //!   anything is allocated) and hands complete frames to the runtime, as
 //!   many as the poll's budget takes; the rest waits in the connection's
 //!   read buffer and nothing more is read, so TCP flow control slows the
 //!   peer. Large payloads are read straight into their frame. While the
 //!   owner is idle it first looks at the sockets itself for a short spin
-//!   (one `epoll_wait` over every connection per look), then parks, and
-//!   one watcher thread, waiting on that `epoll` set, wakes it when a
+//!   (one question to a readiness set of every connection per look), then
+//!   parks, and one watcher thread, waiting on that set, wakes it when a
 //!   socket becomes readable.
 //! - **Writing**: done by the owner thread inside `poll`, without
 //!   blocking and without a thread hand-off: it takes the handle's frames
@@ -142,9 +142,16 @@
 //!
 //! # Platform
 //!
-//! Linux (and Android): the owner writes with `MSG_DONTWAIT |
-//! MSG_NOSIGNAL` and reads with `MSG_DONTWAIT`, and the watcher waits on
-//! an `epoll` set and an `eventfd`.
+//! Linux and Android, where it is built and tested: the readiness set is a
+//! hand-written `epoll` set with an `eventfd`, and the owner's calls pass
+//! `MSG_DONTWAIT` (and `MSG_NOSIGNAL` on writes). Other Unix systems
+//! (macOS, the BSDs) and Windows: the set is the `polling` crate's (kqueue,
+//! IOCP, ...); on Unix the calls pass `MSG_DONTWAIT` (Apple's systems set
+//! `SO_NOSIGPIPE` on each socket instead of `MSG_NOSIGNAL`), and on Windows
+//! each connection is switched to non-blocking mode after its set-up. CI
+//! checks that the crate builds for macOS and Windows; it runs only on
+//! Linux, where the `portable-poller` feature puts the `polling` set under
+//! the same tests.
 //!
 //! [`TransportHandle`]: dinah_std::transport::TransportHandle
 //! [`TransportDriver`]: dinah_std::transport::TransportDriver
@@ -166,7 +173,6 @@ mod auth;
 mod channel;
 mod config;
 mod driver;
-mod epoll;
 mod error;
 mod frame;
 #[cfg(feature = "fuzzing")]
@@ -176,6 +182,7 @@ mod handshake;
 mod inbound;
 mod membership;
 mod outbox;
+mod readiness;
 mod setup;
 mod socket;
 mod transport;

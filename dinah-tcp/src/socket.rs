@@ -1,12 +1,17 @@
 //! Socket set-up and the non-blocking reads and writes of the owner thread.
 //!
-//! Each connection's socket stays in blocking mode for its whole life (the
-//! set-up code uses blocking calls with timeouts); the owner thread reads
-//! and writes it without blocking by passing `MSG_DONTWAIT` on each call,
-//! and the watcher waits for readiness (see `watch.rs`), never in a socket
-//! call. `MSG_NOSIGNAL` turns a write to a closed connection into an
-//! `EPIPE` error instead of a `SIGPIPE` that would kill a process that did
-//! not ignore it.
+//! On Unix each connection's socket stays in blocking mode for its whole
+//! life (the set-up code uses blocking calls with timeouts); the owner
+//! thread reads and writes it without blocking by passing `MSG_DONTWAIT`
+//! on each call, and the watcher waits for readiness (see `watch.rs`),
+//! never in a socket call. Windows has no such flag, so there a
+//! connection's socket is switched to non-blocking mode once its set-up is
+//! done ([`PER_CALL_NONBLOCKING`]).
+//!
+//! A write to a closed connection must fail with `EPIPE`, never raise a
+//! `SIGPIPE` that would kill a process that did not ignore it: Linux and
+//! Android pass `MSG_NOSIGNAL` on each write, Apple's systems set
+//! `SO_NOSIGPIPE` on the socket, and Windows has no such signal.
 
 use std::io::{self, IoSlice};
 use std::mem::MaybeUninit;
@@ -15,17 +20,24 @@ use std::time::Duration;
 
 use socket2::{SockRef, TcpKeepalive};
 
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
-compile_error!(
-    "dinah-tcp needs Linux's MSG_DONTWAIT and MSG_NOSIGNAL send flags (Linux and Android only)"
-);
+/// Whether a call can be made non-blocking by itself (`MSG_DONTWAIT`), so
+/// that a connection's socket can stay in blocking mode.
+pub(crate) const PER_CALL_NONBLOCKING: bool = cfg!(unix);
 
-/// `MSG_DONTWAIT` on Linux (`include/linux/socket.h`): this call does not
-/// block.
-const MSG_DONTWAIT: core::ffi::c_int = 0x40;
+/// The flags of the owner's reads: this call does not block.
+#[cfg(unix)]
+const RECV_FLAGS: core::ffi::c_int = libc::MSG_DONTWAIT;
+#[cfg(not(unix))]
+const RECV_FLAGS: core::ffi::c_int = 0;
 
-/// `MSG_NOSIGNAL` on Linux: no `SIGPIPE` on a broken connection.
-const MSG_NOSIGNAL: core::ffi::c_int = 0x4000;
+/// The flags of the owner's writes: this call does not block, and a
+/// closed connection raises no `SIGPIPE`.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+const SEND_FLAGS: core::ffi::c_int = libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL;
+#[cfg(all(unix, not(any(target_os = "linux", target_os = "android"))))]
+const SEND_FLAGS: core::ffi::c_int = libc::MSG_DONTWAIT;
+#[cfg(not(unix))]
+const SEND_FLAGS: core::ffi::c_int = 0;
 
 pub(crate) use dinah_launch::listener::bind;
 
@@ -33,6 +45,8 @@ pub(crate) use dinah_launch::listener::bind;
 /// once; the owner batches writes itself) and the keep-alive probes.
 pub(crate) fn configure(stream: &TcpStream, keepalive: Option<Duration>) -> io::Result<()> {
     stream.set_nodelay(true)?;
+    #[cfg(target_vendor = "apple")]
+    SockRef::from(stream).set_nosigpipe(true)?;
     if let Some(idle) = keepalive {
         let probe = (idle / 4).max(Duration::from_secs(1));
         let params = TcpKeepalive::new()
@@ -53,7 +67,7 @@ pub(crate) fn configure(stream: &TcpStream, keepalive: Option<Duration>) -> io::
 /// the connection (`BrokenPipe`, `ConnectionReset`...).
 pub(crate) fn send_nonblocking(stream: &TcpStream, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
     loop {
-        match SockRef::from(stream).send_vectored_with_flags(bufs, MSG_DONTWAIT | MSG_NOSIGNAL) {
+        match SockRef::from(stream).send_vectored_with_flags(bufs, SEND_FLAGS) {
             Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
             other => return other,
         }
@@ -71,7 +85,7 @@ pub(crate) fn recv_nonblocking(stream: &TcpStream, buf: &mut [u8]) -> io::Result
     // ever writes initialised bytes into the slice (it never de-initialises
     // one), so `buf` holds initialised bytes afterwards as before.
     let uninit = unsafe { &mut *(std::ptr::from_mut::<[u8]>(buf) as *mut [MaybeUninit<u8>]) };
-    recv_uninit(stream, uninit, MSG_DONTWAIT)
+    recv_uninit(stream, uninit, RECV_FLAGS)
 }
 
 /// Reads up to `max` bytes that the socket holds right now onto the end
@@ -85,7 +99,7 @@ pub(crate) fn recv_nonblocking(stream: &TcpStream, buf: &mut [u8]) -> io::Result
 pub(crate) fn recv_onto(stream: &TcpStream, frame: &mut Vec<u8>, max: usize) -> io::Result<usize> {
     let spare = frame.spare_capacity_mut();
     let limit = max.min(spare.len());
-    let read = recv_uninit(stream, &mut spare[..limit], MSG_DONTWAIT)?;
+    let read = recv_uninit(stream, &mut spare[..limit], RECV_FLAGS)?;
     let len = frame.len() + read;
     // SAFETY: `recv` initialised the first `read` bytes of the spare
     // capacity (it reports at most the `limit` bytes it was given), so
@@ -178,8 +192,8 @@ mod tests {
     #[test]
     fn reads_take_what_is_there_and_never_block() {
         let (client, server) = loopback_pair();
-        let set = crate::epoll::Epoll::new().unwrap();
-        set.add(std::os::fd::AsRawFd::as_raw_fd(&client)).unwrap();
+        let set = crate::readiness::Set::new().unwrap();
+        let _entry = set.add(&client).unwrap();
         let readable = || set.any_ready();
         let mut buf = [0u8; 16];
         assert!(!readable());

@@ -2,9 +2,9 @@
 //!
 //! The owner reads every socket itself, without blocking, inside `poll`.
 //! While it is busy nothing else touches the sockets. Every connection's
-//! socket is registered in the driver's one `epoll` set (see `epoll.rs`),
-//! so whether any socket is readable is one system call however many peers
-//! there are: the owner's idle spin asks exactly that. Before the owner
+//! socket is registered in the driver's one readiness set (see
+//! `readiness.rs`), so whether any socket is readable is one question
+//! however many peers there are: the owner's idle spin asks exactly that. Before the owner
 //! parks, it arms the driver's [`Watcher`]: one thread that waits on the
 //! whole set until a socket holds data, reaches its end or fails, then
 //! wakes the owner and disarms itself. The set is level-triggered, so a
@@ -16,23 +16,18 @@
 //! variable, not on the sockets, so a socket the busy owner has not read
 //! yet costs nothing. A connection leaves the set when its stream ends or
 //! it is aborted ([`Registration::cancel`]), so a finished stream never
-//! keeps the set readable. Stopping signals an `eventfd` the thread waits
-//! on beside the set, so it ends at once, without touching the sockets.
-//!
-//! This replaced one watcher thread per connection, each blocked in
-//! `peek` on its socket: two threads per peer, and an idle spin that
-//! looked at every socket in turn.
+//! keeps the set readable. Stopping interrupts the thread's wait on the
+//! set, so it ends at once, without touching the sockets.
 
 use std::net::TcpStream;
-use std::os::fd::{AsRawFd, RawFd};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
 
 use dinah_core::Rank;
 use dinah_std::transport::{IoOp, Wakeup};
 
-use crate::epoll::{Epoll, EventFd, wait_either};
 use crate::error::TcpError;
+use crate::readiness::{Entry, Set};
 
 /// Stack size of the watcher thread: it only waits.
 const WATCHER_STACK: usize = 64 << 10;
@@ -47,9 +42,7 @@ pub(crate) struct Watcher {
 #[derive(Debug)]
 struct Shared {
     /// Every live connection's socket.
-    set: Epoll,
-    /// Signalled to interrupt the thread's wait (to stop it).
-    signal: EventFd,
+    set: Set,
     flags: Mutex<Flags>,
     changed: Condvar,
 }
@@ -77,13 +70,12 @@ impl Watcher {
     ///
     /// # Errors
     ///
-    /// [`TcpError::Io`] if the set or the eventfd cannot be created or the
-    /// thread cannot be spawned.
+    /// [`TcpError::Io`] if the set cannot be created or the thread cannot
+    /// be spawned.
     pub(crate) fn start(me: Rank, wakeup: Wakeup) -> Result<Self, TcpError> {
         let io = |e| TcpError::io(None, IoOp::Spawn, e);
         let shared = Arc::new(Shared {
-            set: Epoll::new().map_err(io)?,
-            signal: EventFd::new().map_err(io)?,
+            set: Set::new().map_err(io)?,
             flags: Mutex::new(Flags::default()),
             changed: Condvar::new(),
         });
@@ -112,19 +104,19 @@ impl Watcher {
         stream: &TcpStream,
         peer: Rank,
     ) -> Result<Registration, TcpError> {
-        let fd = stream.as_raw_fd();
-        self.shared
+        let entry = self
+            .shared
             .set
-            .add(fd)
+            .add(stream)
             .map_err(|e| TcpError::io(Some(peer), IoOp::Configure, e))?;
         Ok(Registration {
             shared: Arc::clone(&self.shared),
-            fd: Some(fd),
+            entry: Some(entry),
         })
     }
 
     /// Is any registered socket readable (data, its end, or an error)
-    /// right now? One system call, whatever the number of connections.
+    /// right now? One question, whatever the number of connections.
     pub(crate) fn any_ready(&self) -> bool {
         self.shared.set.any_ready()
     }
@@ -144,7 +136,7 @@ impl Watcher {
     pub(crate) fn stop(&self) {
         self.shared.flags().stop = true;
         self.shared.changed.notify_one();
-        self.shared.signal.signal();
+        self.shared.set.interrupt();
     }
 
     /// The thread, until joined.
@@ -164,18 +156,16 @@ impl Drop for Watcher {
 #[derive(Debug)]
 pub(crate) struct Registration {
     shared: Arc<Shared>,
-    /// The socket, until the registration is cancelled.
-    fd: Option<RawFd>,
+    /// The socket's place in the set, until the registration is cancelled.
+    entry: Option<Entry>,
 }
 
 impl Registration {
     /// Takes the socket out of the set (idempotent). Call it before the
     /// socket closes: a closed descriptor's number may be reused.
     pub(crate) fn cancel(&mut self) {
-        if let Some(fd) = self.fd.take() {
-            // Nothing useful to do if it fails: the socket is about to be
-            // shut down, and closing it removes it from the set as well.
-            let _ = self.shared.set.remove(fd);
+        if let Some(entry) = self.entry.take() {
+            self.shared.set.remove(entry);
         }
     }
 }
@@ -202,17 +192,14 @@ fn watch(shared: &Shared, wakeup: &Wakeup) {
                 return;
             }
         }
-        // Blocks until a socket has data, its end or an error, or the
-        // signal; an interrupted wait just goes round again.
-        let readable = wait_either(&shared.set, &shared.signal, None);
-        if readable.second {
-            shared.signal.reset();
-        }
+        // Blocks until a socket has data, its end or an error, or an
+        // interruption; an interrupted wait just goes round again.
+        let readable = shared.set.wait();
         let mut flags = shared.flags();
         if flags.stop {
             return;
         }
-        if readable.first && flags.armed {
+        if readable && flags.armed {
             flags.armed = false;
             drop(flags);
             wakeup.wake();

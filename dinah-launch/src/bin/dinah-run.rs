@@ -23,7 +23,9 @@ use std::sync::Arc;
 use dinah_launch::launcher::{
     self, Cli, HELP, Interrupts, LaunchEvent, OutputSink, PrefixedStdio, Stream,
 };
+#[cfg(unix)]
 use signal_hook::consts::{SIGINT, SIGTERM};
+#[cfg(unix)]
 use signal_hook::iterator::Signals;
 
 /// Exit code for a command line that does not parse.
@@ -39,6 +41,7 @@ const USAGE_ERROR: u8 = 2;
 ///
 /// The operating system's error, if the handlers or the thread cannot be
 /// set up.
+#[cfg(unix)]
 fn catch_interrupts() -> std::io::Result<Arc<Interrupts>> {
     let interrupts = Arc::new(Interrupts::new());
     let mut signals = Signals::new([SIGINT, SIGTERM])?;
@@ -54,6 +57,17 @@ fn catch_interrupts() -> std::io::Result<Arc<Interrupts>> {
             }
         })?;
     Ok(interrupts)
+}
+
+/// Without Unix signals, nothing is caught: a Ctrl-C at the console
+/// reaches the ranks directly, and ends the launcher too.
+#[cfg(not(unix))]
+#[expect(
+    clippy::unnecessary_wraps,
+    reason = "the same signature as the Unix version"
+)]
+fn catch_interrupts() -> std::io::Result<Arc<Interrupts>> {
+    Ok(Arc::new(Interrupts::new()))
 }
 
 /// Output as [`PrefixedStdio`], plus the launcher's events on stderr.

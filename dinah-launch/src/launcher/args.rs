@@ -3,7 +3,6 @@
 use core::fmt;
 use std::ffi::OsString;
 use std::net::IpAddr;
-use std::os::unix::ffi::OsStrExt;
 use std::time::Duration;
 
 use dinah_core::WorldSize;
@@ -315,16 +314,28 @@ fn parse_run_id(value: &OsString) -> Result<u64, ArgsError> {
     parsed.map_err(|_| invalid("--run-id", value))
 }
 
+/// `NAME=VALUE`, split at the first `=` (on Unix any bytes, elsewhere
+/// Unicode text).
 fn parse_env(value: OsString) -> Result<(OsString, OsString), ArgsError> {
-    let bytes = value.as_bytes();
-    match bytes.iter().position(|&b| b == b'=') {
-        Some(at) if at > 0 => {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let bytes = value.as_bytes();
+        if let Some(at) = bytes.iter().position(|&b| b == b'=').filter(|&at| at > 0) {
             let name = std::ffi::OsStr::from_bytes(&bytes[..at]).to_owned();
             let val = std::ffi::OsStr::from_bytes(&bytes[at + 1..]).to_owned();
-            Ok((name, val))
+            return Ok((name, val));
         }
-        _ => Err(invalid("--env", &value)),
     }
+    #[cfg(not(unix))]
+    if let Some((name, val)) = value
+        .to_str()
+        .and_then(|text| text.split_once('='))
+        .filter(|(name, _)| !name.is_empty())
+    {
+        return Ok((name.into(), val.into()));
+    }
+    Err(invalid("--env", &value))
 }
 
 #[cfg(test)]

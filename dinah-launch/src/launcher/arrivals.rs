@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 
 use crate::launcher::control::PROOF_LEN;
 use crate::launcher::{ControlError, Message, ReadError};
+use crate::listener::is_out_of_descriptors;
 
 /// How long a new control connection may take to deliver its report.
 pub(crate) const REPORT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -272,12 +273,6 @@ impl Arrival {
             result,
         }
     }
-}
-
-/// `EMFILE` or `ENFILE`: the process or the system is out of file
-/// descriptors.
-fn is_out_of_descriptors(error: &io::Error) -> bool {
-    matches!(error.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
 }
 
 #[cfg(test)]

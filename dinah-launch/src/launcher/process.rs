@@ -1,12 +1,16 @@
 //! Starting, watching and killing the processes of the ranks.
 //!
-//! Every rank runs in a process group of its own (its pid is the group
-//! ID), so the launcher can kill a rank together with whatever it started.
-//! [`spawn`] is the only place in the crate that creates a process.
+//! On Unix every rank runs in a process group of its own (its pid is the
+//! group ID), so the launcher can kill a rank together with whatever it
+//! started, and pass a signal on to all of it. Elsewhere (Windows) a rank
+//! is one process: killing it ends the rank alone, and a signal passed on
+//! ends it too. [`spawn`] is the only place in the crate that creates a
+//! process.
 
 use core::fmt;
 use std::ffi::OsString;
 use std::io;
+#[cfg(unix)]
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, ExitStatus, Stdio};
 
@@ -36,11 +40,15 @@ impl ExitKind {
     }
 
     pub(crate) fn from_status(status: ExitStatus) -> Self {
-        match (status.code(), status.signal()) {
+        #[cfg(unix)]
+        let signal = status.signal();
+        #[cfg(not(unix))]
+        let signal: Option<i32> = None;
+        match (status.code(), signal) {
             (Some(code), _) => Self::Code(code),
             (None, Some(signal)) => Self::Signal(signal),
-            // Neither a code nor a signal cannot happen on Unix; report it
-            // as a failure rather than a success.
+            // Neither a code nor a signal cannot happen; report it as a
+            // failure rather than a success.
             (None, None) => Self::Code(-1),
         }
     }
@@ -59,6 +67,7 @@ impl fmt::Display for ExitKind {
 }
 
 /// The name of signal `signal`, for the common ones.
+#[cfg(unix)]
 pub(crate) fn signal_name(signal: i32) -> Option<&'static str> {
     Some(match signal {
         libc::SIGHUP => "SIGHUP",
@@ -77,6 +86,16 @@ pub(crate) fn signal_name(signal: i32) -> Option<&'static str> {
     })
 }
 
+/// The name of signal `signal`: the two a launcher is interrupted by.
+#[cfg(not(unix))]
+pub(crate) fn signal_name(signal: i32) -> Option<&'static str> {
+    match signal {
+        2 => Some("SIGINT"),
+        15 => Some("SIGTERM"),
+        _ => None,
+    }
+}
+
 /// What to start for one rank.
 #[derive(Debug)]
 pub(crate) struct SpawnSpec<'a> {
@@ -86,7 +105,7 @@ pub(crate) struct SpawnSpec<'a> {
 }
 
 /// Starts one rank: stdin from `/dev/null`, stdout and stderr piped to the
-/// launcher, in a new process group.
+/// launcher, in a new process group (on Unix).
 ///
 /// # Errors
 ///
@@ -103,8 +122,9 @@ pub(crate) fn spawn(spec: &SpawnSpec<'_>) -> io::Result<Child> {
         .envs(spec.env.iter().map(|(key, value)| (key, value)))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
+        .stderr(Stdio::piped());
+    #[cfg(unix)]
+    command.process_group(0);
     command.spawn()
 }
 
@@ -113,6 +133,7 @@ pub(crate) fn spawn(spec: &SpawnSpec<'_>) -> io::Result<Child> {
 ///
 /// Only call this for a child that has not been reaped: until then its pid,
 /// and so its group ID, cannot belong to anything else.
+#[cfg(unix)]
 pub(crate) fn kill_group(child: &mut Child) {
     let Ok(pgid) = libc::pid_t::try_from(child.id()) else {
         let _ = child.kill();
@@ -127,11 +148,18 @@ pub(crate) fn kill_group(child: &mut Child) {
     let _ = child.kill();
 }
 
+/// Ends `child` (no process groups here).
+#[cfg(not(unix))]
+pub(crate) fn kill_group(child: &mut Child) {
+    let _ = child.kill();
+}
+
 /// Sends `signal` to the process group of `child`, or to the child alone
 /// if that fails (it left its group, and took the group's ID with it). A
 /// rank so hears it once. An error (the rank is gone) needs no handling:
 /// reaping sees that.
-pub(crate) fn signal_group(child: &Child, signal: i32) {
+#[cfg(unix)]
+pub(crate) fn signal_group(child: &mut Child, signal: i32) {
     let Ok(pgid) = libc::pid_t::try_from(child.id()) else {
         return;
     };
@@ -145,7 +173,13 @@ pub(crate) fn signal_group(child: &Child, signal: i32) {
     }
 }
 
-#[cfg(test)]
+/// Without signals to pass on, an interrupt ends `child`.
+#[cfg(not(unix))]
+pub(crate) fn signal_group(child: &mut Child, _signal: i32) {
+    let _ = child.kill();
+}
+
+#[cfg(all(test, unix))]
 mod tests {
     use std::io::Read;
     use std::time::{Duration, Instant};
@@ -266,7 +300,7 @@ mod tests {
             .read_exact(&mut ready)
             .unwrap();
         assert_eq!(&ready, b"ready\n");
-        signal_group(&child, libc::SIGTERM);
+        signal_group(&mut child, libc::SIGTERM);
         let status = wait_until(&mut child, soon()).unwrap().expect("exited");
         assert_eq!(ExitKind::from_status(status), ExitKind::Code(7));
     }

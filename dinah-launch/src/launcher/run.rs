@@ -408,7 +408,7 @@ impl<'a> Supervisor<'a> {
         }
         if self.interrupts_handled == 0 {
             let mut ranks = 0;
-            for child in self.children.iter().flatten() {
+            for child in self.children.iter_mut().flatten() {
                 process::signal_group(child, signal);
                 ranks += 1;
             }

@@ -8,6 +8,7 @@ use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
 use dinah_core::wire::{Hello, HelloField};
+use dinah_launch::listener::is_out_of_descriptors;
 use dinah_std::transport::IoOp;
 
 use super::{MAX_REJECTIONS, record_admission};
@@ -282,10 +283,4 @@ impl<'k> Accept<'k> {
             None => Answered::Accepted(remote),
         })
     }
-}
-
-/// `EMFILE` or `ENFILE`: the process or the system is out of file
-/// descriptors.
-fn is_out_of_descriptors(error: &io::Error) -> bool {
-    matches!(error.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
 }

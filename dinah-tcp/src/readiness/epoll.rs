@@ -1,5 +1,6 @@
-//! The few Linux readiness calls the watcher needs: an `epoll` set of
-//! sockets, an `eventfd` to interrupt a wait, and `poll(2)` over both.
+//! The Linux readiness set: the few calls the watcher needs, an `epoll`
+//! set of sockets, an `eventfd` to interrupt a wait, and `poll(2)` over
+//! both, behind [`Set`].
 //!
 //! The set is level-triggered and registers each socket for input, peer
 //! hang-up and errors: the epoll descriptor itself is readable whenever
@@ -14,8 +15,69 @@
 //! watcher's and transport's tests exercise them on real sockets.
 
 use std::io;
+use std::net::TcpStream;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
+
+/// Every connection's socket in one `epoll` set: the owner asks it with
+/// one `epoll_wait` of zero timeout, the watcher waits on it (with
+/// `poll(2)` over the set and an `eventfd` that interrupts the wait).
+#[derive(Debug)]
+pub(crate) struct Set {
+    epoll: Epoll,
+    signal: EventFd,
+}
+
+/// A socket's place in a [`Set`]: its descriptor.
+#[derive(Debug)]
+pub(crate) struct Entry(RawFd);
+
+impl Set {
+    /// An empty set.
+    pub(crate) fn new() -> io::Result<Self> {
+        Ok(Self {
+            epoll: Epoll::new()?,
+            signal: EventFd::new()?,
+        })
+    }
+
+    /// Adds `socket`. Remove it before it closes: a closed descriptor's
+    /// number may be reused.
+    pub(crate) fn add(&self, socket: &TcpStream) -> io::Result<Entry> {
+        let fd = socket.as_raw_fd();
+        self.epoll.add(fd)?;
+        Ok(Entry(fd))
+    }
+
+    /// Removes a socket. Nothing useful can be done if it fails: the
+    /// socket is about to be shut down, and closing it removes it too.
+    pub(crate) fn remove(&self, entry: Entry) {
+        let _ = self.epoll.remove(entry.0);
+    }
+
+    /// Is any socket readable right now? Never blocks.
+    pub(crate) fn any_ready(&self) -> bool {
+        self.epoll.any_ready()
+    }
+
+    /// Blocks until a socket is readable (`true`) or [`interrupt`]
+    /// (`false`; the interruption is consumed); a wait interrupted by a
+    /// signal of the process also returns `false`.
+    ///
+    /// [`interrupt`]: Self::interrupt
+    pub(crate) fn wait(&self) -> bool {
+        let readable = wait_either(&self.epoll, &self.signal, None);
+        if readable.second {
+            self.signal.reset();
+        }
+        readable.first
+    }
+
+    /// Ends the current (or the next) [`wait`](Self::wait).
+    pub(crate) fn interrupt(&self) {
+        self.signal.signal();
+    }
+}
 
 /// An `epoll` set of sockets, watched for input, hang-up and errors.
 #[derive(Debug)]
@@ -213,43 +275,11 @@ fn check(rc: libc::c_int) -> io::Result<libc::c_int> {
 
 #[cfg(test)]
 mod tests {
-    use std::io::{Read, Write};
-    use std::net::Shutdown;
+    use std::io::Write;
 
     use super::*;
+    use crate::readiness::tests::set_suite;
     use crate::socket::loopback_pair;
-
-    #[test]
-    fn the_set_is_ready_while_a_socket_holds_data_or_its_end() {
-        let (mut a, mut b) = loopback_pair();
-        let (c, _d) = loopback_pair();
-        let epoll = Epoll::new().unwrap();
-        epoll.add(a.as_raw_fd()).unwrap();
-        epoll.add(c.as_raw_fd()).unwrap();
-        assert!(!epoll.any_ready(), "quiet sockets");
-        b.write_all(b"xy").unwrap();
-        let start = std::time::Instant::now();
-        while !epoll.any_ready() {
-            assert!(start.elapsed() < Duration::from_secs(10));
-        }
-        // Level-triggered: still ready until the data is read.
-        assert!(epoll.any_ready());
-        let mut buf = [0u8; 2];
-        a.read_exact(&mut buf).unwrap();
-        assert!(!epoll.any_ready(), "read empty again");
-        // The peer's end makes the socket ready; removing it quiets the set.
-        b.shutdown(Shutdown::Write).unwrap();
-        let start = std::time::Instant::now();
-        while !epoll.any_ready() {
-            assert!(start.elapsed() < Duration::from_secs(10));
-        }
-        epoll.remove(a.as_raw_fd()).unwrap();
-        assert!(!epoll.any_ready());
-        // Removing twice, or a socket never added, is fine.
-        epoll.remove(a.as_raw_fd()).unwrap();
-        let (e, _f) = loopback_pair();
-        epoll.remove(e.as_raw_fd()).unwrap();
-    }
 
     #[test]
     fn waiting_ends_on_a_ready_socket_a_signal_or_the_timeout() {
@@ -280,4 +310,6 @@ mod tests {
         let woken = wait_either(&epoll, &event, None);
         assert_eq!((woken.first, woken.second), (true, false));
     }
+
+    set_suite!(Set);
 }
