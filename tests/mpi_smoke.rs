@@ -1,24 +1,26 @@
-//! MPI smoke test, run by `cargo xtask ci --lane mpi` under `mpirun` at
-//! world sizes 1, 2 and 4 (a `harness = false` program: MPI is initialised
-//! once per process and only the main thread calls it).
+//! MPI smoke test, run by the `mpi` and `mpi-mpich` CI lanes at world sizes
+//! 1, 2 and 4 (a `harness = false` program: MPI is initialised once per
+//! process and only the main thread calls it).
 //!
 //! Every rank checks its rank against the world size and exchanges one
 //! message around a ring; any failed check panics, the rank exits non-zero
-//! and `mpirun` fails the lane.
-#![expect(clippy::print_stdout, reason = "the program reports its rank's result")]
+//! and the launcher fails the lane.
+#![expect(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "the program reports its rank's result"
+)]
 
 use dinah::mpi::mpi;
-use mpi::Threading;
 use mpi::traits::{Communicator, Destination, Source};
 
+#[path = "support/mpi_harness.rs"]
+mod mpi_harness;
+
 fn main() {
-    let (universe, threading) = mpi::initialize_with_threading(Threading::Funneled)
-        .expect("MPI initialises once per process");
-    assert!(
-        threading >= Threading::Funneled,
-        "MPI granted {threading:?}, dinah needs Funneled"
-    );
-    let world = universe.world();
+    // Initialises MPI and checks the world size the lane launched.
+    let mpi = mpi_harness::Harness::init("mpi_smoke");
+    let world = mpi.world();
     let (rank, size) = (world.rank(), world.size());
     assert!(size >= 1, "world size {size}");
     assert!(
@@ -43,4 +45,5 @@ fn main() {
         "rank {rank} got {received} from rank {previous}"
     );
     println!("mpi_smoke: rank {rank}/{size} exchanged one message with rank {previous} and {next}");
+    mpi.finish();
 }

@@ -1,8 +1,9 @@
 //! The frame of every MPI test program (`harness = false`, run under
-//! `mpirun` by `cargo xtask ci --lane mpi`): one `MPI_Init` (Funneled) per
-//! process, the program's steps in order on every rank, and the
-//! `Universe` dropped (`MPI_Finalize`) only at the very end, after every
-//! runtime is gone.
+//! OpenMPI's `mpirun` by `cargo xtask ci --lane mpi` and under MPICH's
+//! `mpiexec.mpich` by `--lane mpi-mpich`): one `MPI_Init` (Funneled) per
+//! process, a check of the world size, the program's steps in order on
+//! every rank, and the `Universe` dropped (`MPI_Finalize`) only at the very
+//! end, after every runtime is gone.
 //!
 //! A failed check panics; the panic is caught and the whole job is
 //! aborted with `MPI_Abort`, so the other ranks never wait for a rank that
@@ -18,6 +19,10 @@ use mpi::environment::Universe;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::Communicator;
 
+/// The variable through which the CI lanes name the world size they
+/// launched a program at.
+const EXPECT_WORLD: &str = "DINAH_EXPECT_WORLD";
+
 /// MPI for one test program.
 pub(crate) struct Harness {
     program: &'static str,
@@ -26,7 +31,8 @@ pub(crate) struct Harness {
 }
 
 impl Harness {
-    /// Initialises MPI (Funneled) on this, the main, thread.
+    /// Initialises MPI (Funneled) on this, the main, thread, and checks the
+    /// world size against `DINAH_EXPECT_WORLD` when that is set.
     pub(crate) fn init(program: &'static str) -> Self {
         let (universe, threading) = mpi::initialize_with_threading(Threading::Funneled)
             .expect("MPI initialises once per process");
@@ -35,11 +41,33 @@ impl Harness {
             "MPI granted {threading:?}, dinah needs Funneled"
         );
         let world = universe.world();
-        Self {
+        let harness = Self {
             program,
             universe,
             world,
+        };
+        harness.check_world_size();
+        harness
+    }
+
+    /// Aborts the job unless the world has the size `DINAH_EXPECT_WORLD`
+    /// names (if it is set). A program started by another MPI library's
+    /// launcher runs as singletons, each rank 0 of a world of 1, and would
+    /// pass every step.
+    fn check_world_size(&self) {
+        let Ok(expected) = std::env::var(EXPECT_WORLD) else {
+            return;
+        };
+        let (rank, size) = self.rank_and_size();
+        if expected.trim().parse::<i32>() == Ok(size) {
+            return;
         }
+        eprintln!(
+            "{}: rank {rank}/{size}: the world has {size} rank(s) but {EXPECT_WORLD}={expected}; \
+             was the program started by another MPI library's launcher? Aborting the job",
+            self.program
+        );
+        self.world.abort(101);
     }
 
     /// `MPI_COMM_WORLD`.

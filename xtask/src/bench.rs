@@ -68,7 +68,7 @@ fn run_mpi() -> Result<()> {
 
 /// The MPI benchmark built and ready to run under `mpirun -n 2`.
 pub(crate) fn mpi_command() -> Result<Cmd> {
-    crate::mpi::require_toolchain(LANE)?;
+    crate::mpi::require_toolchain(LANE, crate::mpi::Library::OpenMpi)?;
     let json = Cmd::new(LANE, "cargo")
         .args([
             "bench",

@@ -6,7 +6,7 @@
 //! CI table says where to look.
 
 use std::ffi::{OsStr, OsString};
-use std::io::Read;
+use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, ExitStatus, Stdio};
@@ -30,6 +30,7 @@ pub(crate) struct Cmd {
     dir: PathBuf,
     timeout: Duration,
     quiet: bool,
+    echo_output: bool,
 }
 
 /// What a finished command left behind.
@@ -51,6 +52,7 @@ impl Cmd {
             dir: project_root(),
             timeout: Duration::from_secs(600),
             quiet: false,
+            echo_output: false,
         }
     }
 
@@ -83,6 +85,13 @@ impl Cmd {
     /// Do not echo the command (for probes such as `rustup toolchain list`).
     pub(crate) fn quiet(mut self) -> Self {
         self.quiet = true;
+        self
+    }
+
+    /// Show the stdout that [`Cmd::read`] captures on the terminal as it
+    /// arrives, so a failed run's output is not lost.
+    pub(crate) fn echo_output(mut self) -> Self {
+        self.echo_output = true;
         self
     }
 
@@ -159,14 +168,28 @@ impl Cmd {
         let mut child = command.spawn().with_context(|| {
             format!("lane `{}`: could not start `{}`", self.lane, self.display())
         })?;
+        let echo = self.echo_output;
         let reader = child.stdout.take().map(|mut out| {
             thread::spawn(move || {
-                let mut text = String::new();
-                // Invalid UTF-8 is replaced rather than failing the lane.
                 let mut bytes = Vec::new();
-                let _ = out.read_to_end(&mut bytes);
-                text.push_str(&String::from_utf8_lossy(&bytes));
-                text
+                let mut chunk = [0_u8; 8192];
+                loop {
+                    let read = match out.read(&mut chunk) {
+                        Ok(0) => break,
+                        Ok(read) => read,
+                        Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+                        // Any other error ends the capture with what came so far.
+                        Err(_) => break,
+                    };
+                    bytes.extend_from_slice(&chunk[..read]);
+                    if echo {
+                        let mut terminal = std::io::stdout().lock();
+                        let _ = terminal.write_all(&chunk[..read]);
+                        let _ = terminal.flush();
+                    }
+                }
+                // Invalid UTF-8 is replaced rather than failing the lane.
+                String::from_utf8_lossy(&bytes).into_owned()
             })
         });
         let status = self.wait_with_watchdog(&mut child)?;
@@ -264,5 +287,12 @@ mod tests {
     fn read_captures_stdout() {
         let text = Cmd::new("t", "echo").arg("hello").quiet().read().unwrap();
         assert_eq!(text.trim(), "hello");
+        let shown = Cmd::new("t", "echo")
+            .arg("shown")
+            .quiet()
+            .echo_output()
+            .read()
+            .unwrap();
+        assert_eq!(shown.trim(), "shown");
     }
 }

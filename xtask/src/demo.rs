@@ -73,7 +73,11 @@ pub(crate) fn run(args: &DemoArgs) -> Result<()> {
             );
         }
         // The same build and run as the `mpi` CI lane's, in release.
-        return mpi::run_example(&LaneRun::new(LANE, BUILD_LIMIT), mpi::Profile::Release);
+        return mpi::run_example(
+            &LaneRun::new(LANE, BUILD_LIMIT),
+            mpi::Library::OpenMpi,
+            mpi::Profile::Release,
+        );
     }
     run_tcp_demo()
 }

@@ -156,6 +156,12 @@ pub(crate) const ALL: &[Lane] = &[
         run: mpi_lane,
     },
     Lane {
+        name: "mpi-mpich",
+        what: "the mpi lane against MPICH: built with mpicc.mpich, run under mpiexec.mpich",
+        limit: minutes(20),
+        run: mpi_mpich_lane,
+    },
+    Lane {
         name: "fuzz",
         what: "each cargo-fuzz target for a bounded time",
         limit: minutes(15),
@@ -216,7 +222,7 @@ fn clippy(lane: &LaneRun) -> Result<()> {
         .args(exclude_mpi())
         .args(["--lib", "--bins", "--", "-D", "warnings"])
         .run()?;
-    mpi::require_toolchain(lane.name())?;
+    mpi::require_toolchain(lane.name(), mpi::Library::OpenMpi)?;
     lane.cargo([
         "clippy",
         "--workspace",
@@ -230,7 +236,7 @@ fn clippy(lane: &LaneRun) -> Result<()> {
 }
 
 fn doc(lane: &LaneRun) -> Result<()> {
-    mpi::require_toolchain(lane.name())?;
+    mpi::require_toolchain(lane.name(), mpi::Library::OpenMpi)?;
     lane.cargo(["doc", "--no-deps", "--workspace", "--all-features"])
         .env("RUSTDOCFLAGS", "-D warnings")
         .run()
@@ -322,7 +328,7 @@ fn msrv(lane: &LaneRun) -> Result<()> {
     lane.cargo([toolchain.as_str(), "test"])
         .args(&excludes)
         .run()?;
-    mpi::require_toolchain(lane.name())?;
+    mpi::require_toolchain(lane.name(), mpi::Library::OpenMpi)?;
     lane.cargo([
         toolchain.as_str(),
         "build",
@@ -516,10 +522,15 @@ pub(crate) fn target_dir() -> PathBuf {
 }
 
 fn mpi_lane(lane: &LaneRun) -> Result<()> {
-    mpi::run_tests(lane)?;
+    mpi::run_tests(lane, mpi::Library::OpenMpi)?;
     // Unoptimised: it reuses the build of dinah with `mpi` the tests just
     // made, and the example is quick without optimisation too.
-    mpi::run_example(lane, mpi::Profile::Dev)
+    mpi::run_example(lane, mpi::Library::OpenMpi, mpi::Profile::Dev)
+}
+
+fn mpi_mpich_lane(lane: &LaneRun) -> Result<()> {
+    mpi::run_tests(lane, mpi::Library::Mpich)?;
+    mpi::run_example(lane, mpi::Library::Mpich, mpi::Profile::Dev)
 }
 
 fn bench_smoke(lane: &LaneRun) -> Result<()> {
@@ -574,6 +585,13 @@ pub(crate) fn rust_file_stems(dir: &Path) -> Result<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_mpich_lane_runs_right_after_the_openmpi_one() {
+        let names: Vec<&str> = ALL.iter().map(|lane| lane.name).collect();
+        let mpi = names.iter().position(|&name| name == "mpi").unwrap();
+        assert_eq!(names.get(mpi + 1), Some(&"mpi-mpich"), "{names:?}");
+    }
 
     #[test]
     fn listed_tests_counts_only_test_lines() {

@@ -1,16 +1,17 @@
 //! `cargo xtask setup`: install what a fresh Debian/Ubuntu machine lacks.
 //!
 //! Idempotent: every step first checks whether its tool is there. Rust
-//! toolchains, targets and components come from rustup; MPI and libclang
-//! come from apt when running as root, and otherwise the exact commands are
+//! toolchains, targets and components come from rustup; MPI (OpenMPI, and
+//! MPICH beside it) and libclang come from apt when running as root, and otherwise the exact commands are
 //! printed (the lanes that need them then fail with the same hint).
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 
 use crate::cmd::{Cmd, on_path};
 use crate::lanes::{MSRV, NOSTD_TARGET};
+use crate::mpi::{self, Library};
 use crate::project_root;
 
 const LANE: &str = "setup";
@@ -18,10 +19,17 @@ const LANE: &str = "setup";
 /// The nightly toolchain used by the miri and fuzz lanes.
 pub(crate) const NIGHTLY: &str = "nightly";
 
-/// The apt packages the MPI lanes need: OpenMPI (not MPICH: see
-/// `docs/ci.md`) and libclang for the `mpi` crate's bindgen.
+/// The apt packages the MPI lanes need: OpenMPI, the default MPI that
+/// every lane but `mpi-mpich` builds against, and libclang for the `mpi`
+/// crate's bindgen.
 pub(crate) const APT_PACKAGES: &[&str] =
     &["libopenmpi-dev", "openmpi-bin", "libclang-dev", "clang"];
+
+/// The apt packages of MPICH, for the `mpi-mpich` lane. Installed beside
+/// OpenMPI, they leave it the default `mpicc` and `mpirun` (Debian's
+/// alternatives rank OpenMPI higher); MPICH keeps its own names
+/// (`mpicc.mpich`, `mpiexec.mpich`).
+pub(crate) const MPICH_APT_PACKAGES: &[&str] = &["mpich", "libmpich-dev"];
 
 pub(crate) fn run() -> Result<()> {
     println!("===== setup =====");
@@ -31,6 +39,7 @@ pub(crate) fn run() -> Result<()> {
     ensure_target(MSRV, NOSTD_TARGET)?;
     ensure_toolchain(NIGHTLY, &["miri", "rust-src"])?;
     ensure_mpi()?;
+    ensure_mpich()?;
     ensure_qemu()?;
     ensure_cargo_fuzz()?;
     println!("setup: done");
@@ -154,11 +163,26 @@ pub(crate) fn have_mpi() -> bool {
     on_path("mpicc") && (on_path("mpirun") || on_path("mpiexec"))
 }
 
+/// Is MPICH's compiler wrapper and launcher installed under their own
+/// names?
+pub(crate) fn have_mpich() -> bool {
+    on_path("mpicc.mpich") && on_path("mpiexec.mpich")
+}
+
 /// The commands that install MPI and libclang, for hints.
 pub(crate) fn apt_hint() -> String {
+    install_hint(APT_PACKAGES)
+}
+
+/// The commands that install MPICH, for hints.
+pub(crate) fn mpich_apt_hint() -> String {
+    install_hint(MPICH_APT_PACKAGES)
+}
+
+fn install_hint(packages: &[&str]) -> String {
     format!(
         "sudo apt-get update && sudo apt-get install -y --no-install-recommends {}",
-        APT_PACKAGES.join(" ")
+        packages.join(" ")
     )
 }
 
@@ -181,6 +205,31 @@ fn ensure_mpi() -> Result<()> {
     println!("setup: MPI or libclang is missing and this is not a root shell with apt-get.");
     println!("setup: install them with:\n    {}", apt_hint());
     println!("setup: the clippy, doc, msrv and mpi lanes fail until they are installed.");
+    Ok(())
+}
+
+/// MPICH beside OpenMPI, for the `mpi-mpich` lane. After installing it,
+/// checks that `mpirun` is still OpenMPI's: the `mpi` lane and every other
+/// MPI build rely on OpenMPI being the default.
+fn ensure_mpich() -> Result<()> {
+    if have_mpich() {
+        println!("setup: MPICH present");
+        return Ok(());
+    }
+    if !(is_root() && on_path("apt-get")) {
+        println!("setup: MPICH is missing and this is not a root shell with apt-get.");
+        println!("setup: install it with:\n    {}", mpich_apt_hint());
+        println!("setup: the mpi-mpich lane fails until it is installed.");
+        return Ok(());
+    }
+    apt_install(MPICH_APT_PACKAGES)?;
+    if have_mpi() && !mpi::launcher_is(LANE, Library::OpenMpi) {
+        bail!(
+            "installing MPICH made `{}` another library's; make OpenMPI the default again with \
+             `update-alternatives --config mpirun` and `update-alternatives --config mpi`",
+            mpi::launcher()
+        );
+    }
     Ok(())
 }
 
