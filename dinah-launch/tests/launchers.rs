@@ -1,7 +1,9 @@
-//! Ranks started by launchers other than `dinah-run`: plain processes with
-//! Slurm's, PMI's or OpenMPI's variables set, meeting through rank 0 as
-//! the coordinator or through a hostfile, each "host" a distinct loopback
-//! address (127.0.0.2, 127.0.0.3, ...).
+//! Ranks started by launchers other than `dinah-run`: four plain processes
+//! with Slurm's, PMI's or OpenMPI's variables set, meeting through rank 0
+//! as the coordinator or through a hostfile, each "host" a distinct
+//! loopback address (127.0.0.2, 127.0.0.3, ...). (The `mpi` and
+//! `mpi-mpich` CI lanes do the same with `examples/tcp_hello.rs` under the
+//! real `mpirun` and `mpiexec`.)
 //!
 //! The ranks are this test binary (see `support/launch.rs`): each reads
 //! its environment, meets the others, sums its rank with theirs over the
@@ -263,11 +265,11 @@ fn pmi_ranks_bind_where_they_reach_the_coordinator() {
     // others where they reach it from. The coordinator is named by host
     // name, as on a cluster.
     let port = free_port(Ipv4Addr::LOCALHOST);
-    let envs: Vec<Vec<(&str, String)>> = (0..3)
+    let envs: Vec<Vec<(&str, String)>> = (0..4)
         .map(|rank| {
             vec![
                 ("PMI_RANK", rank.to_string()),
-                ("PMI_SIZE", "3".into()),
+                ("PMI_SIZE", "4".into()),
                 ("DINAH_COORDINATOR", format!("localhost:{port}")),
                 ("DINAH_KEY", KEY.into()),
             ]
@@ -279,8 +281,8 @@ fn pmi_ranks_bind_where_they_reach_the_coordinator() {
 }
 
 #[test]
-fn openmpi_ranks_read_a_hostfile() {
-    const TEST: &str = "openmpi_ranks_read_a_hostfile";
+fn slurm_ranks_read_a_hostfile_of_distinct_hosts() {
+    const TEST: &str = "slurm_ranks_read_a_hostfile_of_distinct_hosts";
     if in_rank(TEST, sum_ranks) {
         return;
     }
@@ -288,17 +290,17 @@ fn openmpi_ranks_read_a_hostfile() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("hosts");
     let mut text = String::from("# rank host:port\n");
-    for rank in (0..3).rev() {
+    for rank in (0..4).rev() {
         let ip = host(rank);
         text.push_str(&format!("{rank} {ip}:{}\n", free_port(ip)));
     }
     std::fs::write(&path, &text).unwrap();
-    let envs: Vec<Vec<(&str, String)>> = (0..3)
+    let envs: Vec<Vec<(&str, String)>> = (0..4)
         .map(|rank| {
             vec![
-                ("OMPI_COMM_WORLD_RANK", rank.to_string()),
-                ("OMPI_COMM_WORLD_SIZE", "3".into()),
-                ("PMIX_NAMESPACE", "dinah-test".into()),
+                ("SLURM_PROCID", rank.to_string()),
+                ("SLURM_NTASKS", "4".into()),
+                ("SLURM_JOB_ID", "77".into()),
                 ("DINAH_HOSTFILE", path.display().to_string()),
                 ("DINAH_KEY", KEY.into()),
             ]
@@ -306,8 +308,34 @@ fn openmpi_ranks_read_a_hostfile() {
         .collect();
     let finished = run_ranks(TEST, &envs);
     let _ = std::fs::remove_dir_all(&dir);
+    let list = check_all_summed(&finished, "Slurm");
+    for rank in 0..4 {
+        assert!(list.contains(&format!("{}:", host(rank))), "{list}");
+    }
+}
+
+#[test]
+fn openmpi_ranks_meet_through_the_coordinator() {
+    const TEST: &str = "openmpi_ranks_meet_through_the_coordinator";
+    if in_rank(TEST, sum_ranks) {
+        return;
+    }
+    let coordinator = SocketAddr::from((host(0), free_port(host(0))));
+    let envs: Vec<Vec<(&str, String)>> = (0..4)
+        .map(|rank| {
+            vec![
+                ("OMPI_COMM_WORLD_RANK", rank.to_string()),
+                ("OMPI_COMM_WORLD_SIZE", "4".into()),
+                ("PMIX_NAMESPACE", "dinah-test".into()),
+                ("DINAH_COORDINATOR", coordinator.to_string()),
+                ("DINAH_KEY", KEY.into()),
+                ("DINAH_BIND", host(rank).to_string()),
+            ]
+        })
+        .collect();
+    let finished = run_ranks(TEST, &envs);
     let list = check_all_summed(&finished, "OpenMPI");
-    for rank in 0..3 {
+    for rank in 0..4 {
         assert!(list.contains(&format!("{}:", host(rank))), "{list}");
     }
 }

@@ -34,17 +34,15 @@ pub(crate) struct Connection {
     pub(crate) channel: Channel,
     /// The peer.
     peer: Rank,
-    /// The socket.
-    pub(crate) stream: TcpStream,
     /// Checks and assembles the frames.
     reader: FrameReader,
     /// Bytes read off the socket; `buf[at..len]` are not fed yet.
     buf: Box<[u8]>,
     at: usize,
     len: usize,
-    /// The socket's place in the driver's watcher set (which wakes the
-    /// parked owner when it becomes readable), until the stream ends.
-    registration: Registration,
+    /// The socket, in the driver's watcher set (which wakes the parked
+    /// owner when it becomes readable) until the stream ends.
+    pub(crate) registration: Registration,
     /// Frames to write.
     pub(crate) outbox: Outbox,
     /// Frames queued on this connection since the start (what the goodbye
@@ -86,11 +84,10 @@ impl Connection {
             .map_err(configure)?;
         stream.set_read_timeout(None).map_err(configure)?;
         stream.set_write_timeout(None).map_err(configure)?;
-        let registration = watcher.register(&stream, peer)?;
+        let registration = watcher.register(stream, peer)?;
         Ok(Self {
             channel: ctx.channel(),
             peer,
-            stream,
             reader: FrameReader::new(StreamDecoder::new(ctx)),
             buf: vec![0; config.read_buffer_bytes].into_boxed_slice(),
             at: 0,
@@ -142,7 +139,7 @@ impl Connection {
             self.len = 0;
             let read = if self.reader.payload_left() >= self.buf.len() {
                 // Large payloads go straight into their frame.
-                let stream = &self.stream;
+                let stream = self.registration.stream();
                 match self.reader.read_payload_in_place(
                     |frame, want| socket::recv_onto(stream, frame, want),
                     &mut sink,
@@ -152,9 +149,11 @@ impl Connection {
                     Err(error) => Err(error),
                 }
             } else {
-                socket::recv_nonblocking(&self.stream, &mut self.buf).inspect(|&read| {
-                    self.len = read;
-                })
+                socket::recv_nonblocking(self.registration.stream(), &mut self.buf).inspect(
+                    |&read| {
+                        self.len = read;
+                    },
+                )
             };
             match read {
                 Ok(0) => {
@@ -212,7 +211,7 @@ impl Connection {
     /// ignored: the socket may already be closed.
     pub(crate) fn abort(&mut self) {
         self.registration.cancel();
-        let _ = self.stream.shutdown(Shutdown::Both);
+        let _ = self.registration.stream().shutdown(Shutdown::Both);
         self.write_closed = true;
         self.ended = true;
         self.at = 0;

@@ -142,16 +142,12 @@
 //!
 //! # Platform
 //!
-//! Linux and Android, where it is built and tested: the readiness set is a
-//! hand-written `epoll` set with an `eventfd`, and the owner's calls pass
-//! `MSG_DONTWAIT` (and `MSG_NOSIGNAL` on writes). Other Unix systems
-//! (macOS, the BSDs) and Windows: the set is the `polling` crate's (kqueue,
-//! IOCP, ...); on Unix the calls pass `MSG_DONTWAIT` (Apple's systems set
-//! `SO_NOSIGPIPE` on each socket instead of `MSG_NOSIGNAL`), and on Windows
-//! each connection is switched to non-blocking mode after its set-up. CI
-//! checks that the crate builds for macOS and Windows; it runs only on
-//! Linux, where the `portable-poller` feature puts the `polling` set under
-//! the same tests.
+//! Built and tested on Linux (and Android); it also builds for macOS, the
+//! BSDs and Windows (CI checks macOS and Windows). The readiness set is the
+//! `polling` crate's (epoll, kqueue, IOCP). On Unix the owner's calls pass
+//! `MSG_DONTWAIT` (with `MSG_NOSIGNAL` on writes on Linux and Android;
+//! Apple's systems set `SO_NOSIGPIPE` on each socket instead); on Windows
+//! each connection is switched to non-blocking mode after its set-up.
 //!
 //! [`TransportHandle`]: dinah_std::transport::TransportHandle
 //! [`TransportDriver`]: dinah_std::transport::TransportDriver

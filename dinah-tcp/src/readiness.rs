@@ -3,95 +3,227 @@
 //! its end, or an error), and the watcher thread (`watch.rs`) waits on it
 //! until one is, or until it is interrupted.
 //!
-//! Two backends share this interface: on Linux and Android, `epoll.rs`,
-//! hand-written on `epoll` and an `eventfd`, where the owner's look is one
-//! `epoll_wait` system call; everywhere else (and on Linux with the
-//! `portable-poller` feature), `portable.rs`, on the `polling` crate,
-//! whose look costs several system calls on Linux (it re-arms a timer and
-//! a notifier on every wait). `docs/tcp.md` has what the difference costs.
-//! Both run the same tests on Linux.
+//! The set is a `polling::Poller` (epoll on Linux, kqueue on macOS and the
+//! BSDs, event ports on illumos, IOCP on Windows) with every socket
+//! registered level-triggered for reading. The watcher waits in
+//! [`Poller::wait`]; [`Set::interrupt`] notifies the poller.
+//!
+//! The owner's look must be one cheap system call and must never stand
+//! behind the watcher's wait, and a `Poller` serves one waiting thread at a
+//! time and re-arms a timer and a notifier on every wait (a look through
+//! it costs several system calls). So on Unix the owner asks the poller's
+//! own descriptor instead, with one `poll(2)` of zero timeout (through
+//! `rustix`): an epoll or kqueue descriptor is readable exactly while one
+//! of its registered sockets is ready, and asking takes nothing from it.
+//! Windows has no such descriptor; there the owner asks a second poller
+//! that holds the same sockets, with a zero timeout.
 
-#[cfg(all(
-    any(target_os = "linux", target_os = "android"),
-    any(not(feature = "portable-poller"), test)
-))]
-mod epoll;
-#[cfg(any(
-    not(any(target_os = "linux", target_os = "android")),
-    feature = "portable-poller",
-    test
-))]
-mod portable;
+use std::io;
+use std::net::TcpStream;
+use std::num::NonZeroUsize;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
-#[cfg(all(
-    any(target_os = "linux", target_os = "android"),
-    not(feature = "portable-poller")
-))]
-pub(crate) use epoll::{Entry, Set};
-#[cfg(any(
-    not(any(target_os = "linux", target_os = "android")),
-    feature = "portable-poller"
-))]
-pub(crate) use portable::{Entry, Set};
+use polling::{Event, Events, PollMode, Poller};
 
-#[cfg(test)]
-pub(crate) mod tests {
-    /// The tests every backend's `Set` passes.
-    macro_rules! set_suite {
-        ($set:ty) => {
-            #[test]
-            fn the_set_is_ready_while_a_socket_holds_data_or_its_end() {
-                use std::io::{Read, Write};
-                let (mut a, mut b) = crate::socket::loopback_pair();
-                let (c, _d) = crate::socket::loopback_pair();
-                let set = <$set>::new().unwrap();
-                let entry_a = set.add(&a).unwrap();
-                let _entry_c = set.add(&c).unwrap();
-                assert!(!set.any_ready(), "quiet sockets");
-                b.write_all(b"xy").unwrap();
-                let start = std::time::Instant::now();
-                while !set.any_ready() {
-                    assert!(start.elapsed() < std::time::Duration::from_secs(10));
-                }
-                // Level-triggered: still ready until the data is read.
-                assert!(set.any_ready());
-                let mut buf = [0u8; 2];
-                a.read_exact(&mut buf).unwrap();
-                assert!(!set.any_ready(), "read empty again");
-                // The peer's end makes the socket ready; removing it
-                // quiets the set.
-                b.shutdown(std::net::Shutdown::Write).unwrap();
-                let start = std::time::Instant::now();
-                while !set.any_ready() {
-                    assert!(start.elapsed() < std::time::Duration::from_secs(10));
-                }
-                set.remove(entry_a);
-                assert!(!set.any_ready());
-            }
+/// The key every socket is registered under: the set only tells whether
+/// any socket is ready, never which.
+const KEY: usize = 0;
 
-            #[test]
-            fn a_wait_ends_on_a_ready_socket_or_an_interruption() {
-                use std::io::Write;
-                let (a, mut b) = crate::socket::loopback_pair();
-                let set = std::sync::Arc::new(<$set>::new().unwrap());
-                let _entry = set.add(&a).unwrap();
-                set.interrupt();
-                assert!(!set.wait(), "interrupted, nothing ready");
-                // The owner looks while the watcher waits: the look is
-                // answered at once.
-                let waiter = {
-                    let set = std::sync::Arc::clone(&set);
-                    std::thread::spawn(move || set.wait())
-                };
-                std::thread::sleep(std::time::Duration::from_millis(20));
-                assert!(!set.any_ready());
-                b.write_all(b"z").unwrap();
-                assert!(waiter.join().unwrap(), "woken by the socket");
-                assert!(set.any_ready());
-                assert!(set.wait(), "still ready: level-triggered");
-            }
-        };
+/// Every connection's socket, level-triggered (see the module docs).
+#[derive(Debug)]
+pub(crate) struct Set {
+    /// Waited on by the watcher; on Unix also looked at by the owner.
+    poller: Poller,
+    /// Scratch for the watcher's events (one is enough).
+    waited: Mutex<Events>,
+    /// The owner's own poller and its scratch, where the watcher's cannot
+    /// be looked at through a descriptor.
+    #[cfg(not(unix))]
+    look: (Poller, Mutex<Events>),
+}
+
+fn scratch() -> Mutex<Events> {
+    Mutex::new(Events::with_capacity(NonZeroUsize::MIN))
+}
+
+fn locked(events: &Mutex<Events>) -> MutexGuard<'_, Events> {
+    // Only scratch events are behind the lock, cleared before each use; a
+    // poisoned lock still holds valid ones.
+    events.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Set {
+    /// An empty set.
+    pub(crate) fn new() -> io::Result<Self> {
+        Ok(Self {
+            poller: Poller::new()?,
+            waited: scratch(),
+            #[cfg(not(unix))]
+            look: (Poller::new()?, scratch()),
+        })
     }
 
-    pub(crate) use set_suite;
+    /// The pollers a socket goes into.
+    fn pollers(&self) -> impl Iterator<Item = &Poller> {
+        #[cfg(unix)]
+        let look = None;
+        #[cfg(not(unix))]
+        let look = Some(&self.look.0);
+        std::iter::once(&self.poller).chain(look)
+    }
+
+    /// Adds `socket`. On failure it is in no poller of the set.
+    ///
+    /// # Safety
+    ///
+    /// `socket` must be [`remove`](Self::remove)d before it is closed: a
+    /// poller holds its descriptor, whose number the system may give to
+    /// another file once it is closed.
+    pub(crate) unsafe fn add(&self, socket: &TcpStream) -> io::Result<()> {
+        for poller in self.pollers() {
+            // SAFETY: the caller removes `socket` from every poller of the
+            // set before closing it; on failure it is deleted from all of
+            // them here (deleting a socket a poller does not hold fails
+            // harmlessly), while it is still open.
+            let added =
+                unsafe { poller.add_with_mode(socket, Event::readable(KEY), PollMode::Level) };
+            if let Err(error) = added {
+                self.remove(socket);
+                return Err(error);
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes `socket` (still open) out of the set.
+    pub(crate) fn remove(&self, socket: &TcpStream) {
+        for poller in self.pollers() {
+            // Nothing useful can be done if it fails: the socket is about
+            // to be shut down.
+            let _ = poller.delete(socket);
+        }
+    }
+
+    /// Is any socket readable right now? Never blocks; on Unix one
+    /// `poll(2)` of the poller's descriptor.
+    #[cfg(unix)]
+    pub(crate) fn any_ready(&self) -> bool {
+        use rustix::event::{PollFd, PollFlags, Timespec, poll};
+        let mut fds = [PollFd::new(&self.poller, PollFlags::IN)];
+        let now = Timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        poll(&mut fds, Some(&now)).is_ok_and(|ready| ready > 0)
+    }
+
+    /// Is any socket readable right now? Never blocks.
+    #[cfg(not(unix))]
+    pub(crate) fn any_ready(&self) -> bool {
+        let (poller, events) = &self.look;
+        let mut events = locked(events);
+        events.clear();
+        poller
+            .wait(&mut events, Some(std::time::Duration::ZERO))
+            .is_ok_and(|ready| ready > 0)
+    }
+
+    /// Blocks until a socket is readable (`true`) or
+    /// [`interrupt`](Self::interrupt) (`false`); a failed wait also returns
+    /// `false`.
+    pub(crate) fn wait(&self) -> bool {
+        let mut events = locked(&self.waited);
+        events.clear();
+        self.poller
+            .wait(&mut events, None)
+            .is_ok_and(|ready| ready > 0)
+    }
+
+    /// Ends the current (or the next) [`wait`](Self::wait).
+    pub(crate) fn interrupt(&self) {
+        let _ = self.poller.notify();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+    use std::net::Shutdown;
+    use std::sync::Arc;
+    use std::thread;
+    use std::time::{Duration, Instant};
+
+    use super::*;
+    use crate::socket::loopback_pair;
+
+    /// Spins until the set is ready, at most 10 s.
+    fn until_ready(set: &Set) {
+        let start = Instant::now();
+        while !set.any_ready() {
+            assert!(start.elapsed() < Duration::from_secs(10), "never ready");
+        }
+    }
+
+    #[test]
+    fn the_set_is_ready_while_a_socket_holds_data_or_its_end() {
+        let (mut a, mut b) = loopback_pair();
+        let (c, _d) = loopback_pair();
+        let set = Set::new().unwrap();
+        // SAFETY: both are removed before they close, below.
+        unsafe { set.add(&a).unwrap() };
+        // SAFETY: as above.
+        unsafe { set.add(&c).unwrap() };
+        assert!(!set.any_ready(), "quiet sockets");
+        b.write_all(b"xy").unwrap();
+        until_ready(&set);
+        // Level-triggered: still ready until the data is read, however
+        // often the owner looks.
+        assert!(set.any_ready());
+        assert!(set.any_ready());
+        let mut buf = [0u8; 2];
+        a.read_exact(&mut buf).unwrap();
+        assert!(!set.any_ready(), "read empty again");
+        // The peer's end makes the socket ready; removing it quiets the
+        // set.
+        b.shutdown(Shutdown::Write).unwrap();
+        until_ready(&set);
+        set.remove(&a);
+        assert!(!set.any_ready());
+        set.remove(&c);
+    }
+
+    #[test]
+    fn a_wait_ends_on_a_ready_socket_or_an_interruption() {
+        let (a, mut b) = loopback_pair();
+        let set = Arc::new(Set::new().unwrap());
+        // SAFETY: removed before it closes, at the end.
+        unsafe { set.add(&a).unwrap() };
+        set.interrupt();
+        assert!(!set.wait(), "interrupted, nothing ready");
+        // The owner looks while the watcher waits: the look is answered at
+        // once, and takes nothing from the watcher.
+        let waiter = {
+            let set = Arc::clone(&set);
+            thread::spawn(move || set.wait())
+        };
+        thread::sleep(Duration::from_millis(20));
+        assert!(!set.any_ready());
+        b.write_all(b"z").unwrap();
+        assert!(waiter.join().unwrap(), "woken by the socket");
+        assert!(set.any_ready());
+        assert!(set.wait(), "still ready: level-triggered");
+        set.remove(&a);
+    }
+
+    #[test]
+    fn an_interruption_leaves_the_owners_look_true_at_worst() {
+        // The notifier lives in the poller: after an interruption the
+        // owner may see the set ready once without a socket being ready,
+        // which costs it one empty poll and nothing more.
+        let set = Set::new().unwrap();
+        set.interrupt();
+        let _ = set.any_ready();
+        assert!(!set.wait());
+        assert!(!set.any_ready(), "the wait consumed the interruption");
+    }
 }

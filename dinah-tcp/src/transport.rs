@@ -61,7 +61,7 @@ impl TcpTransport {
     ///
     /// [`TcpError::InvalidConfig`] or [`TcpError::LocalHello`] for bad
     /// arguments; [`TcpError::Io`] if the listener cannot be bound or the
-    /// watcher (its `epoll` set or thread) cannot start; the error of dialling a lower rank
+    /// watcher (its readiness set or thread) cannot start; the error of dialling a lower rank
     /// ([`TcpError::Connect`], [`TcpError::Mismatch`],
     /// [`TcpError::UnexpectedPeer`], [`TcpError::HandshakeClosed`]...);
     /// [`TcpError::SetupTimeout`] if connections are still missing at the

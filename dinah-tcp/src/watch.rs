@@ -27,7 +27,7 @@ use dinah_core::Rank;
 use dinah_std::transport::{IoOp, Wakeup};
 
 use crate::error::TcpError;
-use crate::readiness::{Entry, Set};
+use crate::readiness::Set;
 
 /// Stack size of the watcher thread: it only waits.
 const WATCHER_STACK: usize = 64 << 10;
@@ -94,24 +94,22 @@ impl Watcher {
     }
 
     /// Adds `stream` (a connection to `peer`) to the set; it stays there
-    /// until the returned registration is cancelled or dropped.
+    /// until the returned registration, which owns the stream from now on,
+    /// is cancelled or dropped.
     ///
     /// # Errors
     ///
     /// [`TcpError::Io`] if the socket cannot be added.
-    pub(crate) fn register(
-        &self,
-        stream: &TcpStream,
-        peer: Rank,
-    ) -> Result<Registration, TcpError> {
-        let entry = self
-            .shared
-            .set
-            .add(stream)
+    pub(crate) fn register(&self, stream: TcpStream, peer: Rank) -> Result<Registration, TcpError> {
+        // SAFETY: the registration owns `stream` and takes it out of the
+        // set before it closes: in `cancel`, which its `Drop` runs before
+        // the stream field drops.
+        unsafe { self.shared.set.add(&stream) }
             .map_err(|e| TcpError::io(Some(peer), IoOp::Configure, e))?;
         Ok(Registration {
             shared: Arc::clone(&self.shared),
-            entry: Some(entry),
+            stream,
+            watched: true,
         })
     }
 
@@ -152,20 +150,26 @@ impl Drop for Watcher {
     }
 }
 
-/// A socket's place in a watcher's set.
+/// A connection's socket, owned together with its place in a watcher's
+/// set, so that it leaves the set before it closes.
 #[derive(Debug)]
 pub(crate) struct Registration {
     shared: Arc<Shared>,
-    /// The socket's place in the set, until the registration is cancelled.
-    entry: Option<Entry>,
+    stream: TcpStream,
+    /// In the set, until cancelled.
+    watched: bool,
 }
 
 impl Registration {
-    /// Takes the socket out of the set (idempotent). Call it before the
-    /// socket closes: a closed descriptor's number may be reused.
+    /// The socket.
+    pub(crate) fn stream(&self) -> &TcpStream {
+        &self.stream
+    }
+
+    /// Takes the socket out of the set (idempotent); it stays open.
     pub(crate) fn cancel(&mut self) {
-        if let Some(entry) = self.entry.take() {
-            self.shared.set.remove(entry);
+        if std::mem::take(&mut self.watched) {
+            self.shared.set.remove(&self.stream);
         }
     }
 }
@@ -239,8 +243,8 @@ mod tests {
         let wakeup = Wakeup::new();
         assert!(wakeup.bind_current());
         let mut watcher = Watcher::start(rank(0), wakeup.clone()).unwrap();
-        let _first = watcher.register(&first, rank(1)).unwrap();
-        let _second = watcher.register(&second, rank(2)).unwrap();
+        let first = watcher.register(first, rank(1)).unwrap();
+        let second = watcher.register(second, rank(2)).unwrap();
         assert!(!watcher.any_ready());
         // Disarmed: data arriving wakes nobody, but the owner can see it.
         first_peer.write_all(b"a").unwrap();
@@ -253,7 +257,7 @@ mod tests {
         assert!(!wakeup.wait(Duration::ZERO, Duration::from_millis(50)));
         let mut buf = [0u8; 8];
         assert_eq!(
-            crate::socket::recv_nonblocking(&first, &mut buf).unwrap(),
+            crate::socket::recv_nonblocking(first.stream(), &mut buf).unwrap(),
             1
         );
         assert!(!watcher.any_ready());
@@ -268,7 +272,7 @@ mod tests {
         assert!(woken(&wakeup), "never woken");
         let second_peer = late.join().unwrap();
         assert_eq!(
-            crate::socket::recv_nonblocking(&second, &mut buf).unwrap(),
+            crate::socket::recv_nonblocking(second.stream(), &mut buf).unwrap(),
             1
         );
         // Stopping ends a watcher blocked on quiet sockets, without
@@ -287,8 +291,8 @@ mod tests {
         let wakeup = Wakeup::new();
         assert!(wakeup.bind_current());
         let watcher = Watcher::start(rank(0), wakeup.clone()).unwrap();
-        let mut ended_registration = watcher.register(&ended, rank(1)).unwrap();
-        let _quiet = watcher.register(&quiet, rank(2)).unwrap();
+        let mut ended_registration = watcher.register(ended, rank(1)).unwrap();
+        let _quiet = watcher.register(quiet, rank(2)).unwrap();
         // A stream that ended stays readable (its end) until it leaves the
         // set.
         ended_peer.shutdown(Shutdown::Write).unwrap();

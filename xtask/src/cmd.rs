@@ -7,6 +7,7 @@
 
 use std::ffi::{OsStr, OsString};
 use std::io::{Read, Write};
+#[cfg(unix)]
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, ExitStatus, Stdio};
@@ -164,6 +165,7 @@ impl Cmd {
         }
         // A fresh process group lets the watchdog kill the command together
         // with everything it started (mpirun's ranks, cargo's rustc jobs).
+        #[cfg(unix)]
         command.process_group(0);
         let mut child = command.spawn().with_context(|| {
             format!("lane `{}`: could not start `{}`", self.lane, self.display())
@@ -238,8 +240,11 @@ fn kill_group(child: &mut Child) {
 }
 
 fn describe(status: ExitStatus) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
+    #[cfg(unix)]
+    let signal = std::os::unix::process::ExitStatusExt::signal(&status);
+    #[cfg(not(unix))]
+    let signal: Option<i32> = None;
+    match (status.code(), signal) {
         (Some(code), _) => format!("exit code {code}"),
         (None, Some(signal)) => format!("signal {signal}"),
         (None, None) => "an unknown status".to_owned(),

@@ -96,6 +96,12 @@ pub(crate) const ALL: &[Lane] = &[
         run: doc,
     },
     Lane {
+        name: "portability",
+        what: "cargo check of the default workspace for macOS and Windows (no linker needed)",
+        limit: minutes(15),
+        run: portability,
+    },
+    Lane {
         name: "test",
         what: "cargo test (unit, integration, doc, repo checks)",
         limit: minutes(25),
@@ -151,13 +157,13 @@ pub(crate) const ALL: &[Lane] = &[
     },
     Lane {
         name: "mpi",
-        what: "MPI tests under mpirun at 1, 2 and 4 ranks, then the MPI example at 4",
+        what: "MPI tests under mpirun at 1, 2 and 4 ranks, the MPI example at 4, tcp_hello under mpirun at 4",
         limit: minutes(20),
         run: mpi_lane,
     },
     Lane {
         name: "mpi-mpich",
-        what: "the mpi lane against MPICH: built with mpicc.mpich, run under mpiexec.mpich",
+        what: "the mpi lane against MPICH: built with mpicc.mpich, run under mpiexec.mpich (tcp_hello too)",
         limit: minutes(20),
         run: mpi_mpich_lane,
     },
@@ -200,6 +206,11 @@ pub(crate) const MSRV: &str = "1.85.0";
 /// The no_std target the core must build for.
 pub(crate) const NOSTD_TARGET: &str = "thumbv7em-none-eabihf";
 
+/// The targets the `portability` lane checks the default workspace for:
+/// the platforms users write code on besides Linux. Checking needs each
+/// target's standard library, not its linker.
+pub(crate) const PORTABILITY_TARGETS: &[&str] = &["x86_64-apple-darwin", "x86_64-pc-windows-msvc"];
+
 fn fmt(lane: &LaneRun) -> Result<()> {
     lane.cargo(["fmt", "--all", "--check"]).run()?;
     for manifest in standalone_manifests() {
@@ -240,6 +251,20 @@ fn doc(lane: &LaneRun) -> Result<()> {
     lane.cargo(["doc", "--no-deps", "--workspace", "--all-features"])
         .env("RUSTDOCFLAGS", "-D warnings")
         .run()
+}
+
+fn portability(lane: &LaneRun) -> Result<()> {
+    // Every target of every default member for macOS; libraries and
+    // binaries for Windows, whose tests and examples use Unix processes
+    // and signals.
+    for &target in PORTABILITY_TARGETS {
+        let mut check = lane.cargo(["check", "--target", target]);
+        if target.contains("apple") {
+            check = check.arg("--all-targets");
+        }
+        check.run()?;
+    }
+    Ok(())
 }
 
 fn test(lane: &LaneRun) -> Result<()> {
@@ -436,9 +461,9 @@ fn miri(lane: &LaneRun) -> Result<()> {
         .run()?;
     // The only `unsafe` outside the FFI crates: the scheduler's
     // uninitialised result slots. Its unit tests use `cfg(miri)` sizes.
-    // (dinah-mpi's `unsafe` is MPI calls, and dinah-tcp's is the launcher's
-    // libc calls, its socket reads and its epoll/eventfd/poll calls, all
-    // of which Miri cannot execute.) Also the batch results, which free their
+    // (dinah-mpi's `unsafe` is MPI calls, dinah-launch's the launcher's
+    // libc calls, and dinah-tcp's its socket reads and its registrations
+    // with the poller, all of which Miri cannot execute.) Also the batch results, which free their
     // failures by hand (safe code, but Miri's leak check proves each one
     // is freed once).
     // dinah-std's unit tests whose names start with one of `filters`.
@@ -525,12 +550,14 @@ fn mpi_lane(lane: &LaneRun) -> Result<()> {
     mpi::run_tests(lane, mpi::Library::OpenMpi)?;
     // Unoptimised: it reuses the build of dinah with `mpi` the tests just
     // made, and the example is quick without optimisation too.
-    mpi::run_example(lane, mpi::Library::OpenMpi, mpi::Profile::Dev)
+    mpi::run_example(lane, mpi::Library::OpenMpi, mpi::Profile::Dev)?;
+    mpi::run_tcp_example(lane, mpi::Library::OpenMpi)
 }
 
 fn mpi_mpich_lane(lane: &LaneRun) -> Result<()> {
     mpi::run_tests(lane, mpi::Library::Mpich)?;
-    mpi::run_example(lane, mpi::Library::Mpich, mpi::Profile::Dev)
+    mpi::run_example(lane, mpi::Library::Mpich, mpi::Profile::Dev)?;
+    mpi::run_tcp_example(lane, mpi::Library::Mpich)
 }
 
 fn bench_smoke(lane: &LaneRun) -> Result<()> {

@@ -339,6 +339,126 @@ fn check_example_world(output: &str, ranks: u32) -> Result<()> {
     Ok(())
 }
 
+/// The TCP example that the MPI lanes start under their MPI launcher.
+pub(crate) const TCP_EXAMPLE: &str = "tcp_hello";
+
+/// The ranks [`TCP_EXAMPLE`] runs at under an MPI launcher.
+pub(crate) const TCP_EXAMPLE_RANKS: u32 = 4;
+
+/// "Host" `rank` of the TCP runs: 127.0.0.(2 + `rank`), one loopback
+/// address per rank, as if each ran on a host of its own.
+fn tcp_host(rank: u32) -> std::net::Ipv4Addr {
+    std::net::Ipv4Addr::from(u32::from(std::net::Ipv4Addr::new(127, 0, 0, 2)) + rank)
+}
+
+/// Sets `DINAH_BIND` to the rank's own host from the launcher's rank
+/// variable, then runs the program (`$0`): what a job script does to put
+/// ranks on distinct addresses of one machine.
+const BIND_PER_RANK: &str =
+    r#"r=${OMPI_COMM_WORLD_RANK:-$PMI_RANK}; DINAH_BIND=127.0.0.$((r + 2)) exec "$0""#;
+
+/// Starts [`TCP_EXAMPLE`], a program of the TCP transport that knows
+/// nothing of MPI, under `library`'s launcher at [`TCP_EXAMPLE_RANKS`]
+/// ranks, each on its own loopback address, twice: meeting through rank 0
+/// as coordinator (`DINAH_COORDINATOR`), then through a hostfile
+/// (`DINAH_HOSTFILE`), with a fresh run key (`DINAH_KEY`). Each rank reads
+/// its rank from the launcher's variables. Fails unless every rank says it
+/// shut down cleanly.
+pub(crate) fn run_tcp_example(lane: &LaneRun, library: Library) -> Result<()> {
+    require_toolchain(lane.name(), library)?;
+    let build = lane.cargo(["build", "--example", TCP_EXAMPLE, "--message-format=json"]);
+    let exe = executable_from_json(&build.read()?, TCP_EXAMPLE)?;
+    let key = run_key().context("making a run key")?;
+    let coordinator = free_addr(tcp_host(0))?;
+    run_tcp(
+        lane,
+        library,
+        &exe,
+        &[
+            ("DINAH_COORDINATOR", coordinator.to_string()),
+            ("DINAH_KEY", key.clone()),
+        ],
+        true,
+    )?;
+    let mut hosts = String::new();
+    for rank in 0..TCP_EXAMPLE_RANKS {
+        hosts.push_str(&format!("{rank} {}\n", free_addr(tcp_host(rank))?));
+    }
+    let hostfile = target_dir().join(format!("{TCP_EXAMPLE}-hosts-{}", std::process::id()));
+    std::fs::write(&hostfile, hosts).with_context(|| format!("writing {}", hostfile.display()))?;
+    let ran = run_tcp(
+        lane,
+        library,
+        &exe,
+        &[
+            ("DINAH_HOSTFILE", hostfile.display().to_string()),
+            ("DINAH_KEY", key),
+        ],
+        false,
+    );
+    let _ = std::fs::remove_file(&hostfile);
+    ran
+}
+
+/// An address on `ip` whose port is free now.
+fn free_addr(ip: std::net::Ipv4Addr) -> Result<std::net::SocketAddr> {
+    std::net::TcpListener::bind((ip, 0))
+        .and_then(|listener| listener.local_addr())
+        .with_context(|| format!("finding a free port on {ip}"))
+}
+
+/// One run of [`TCP_EXAMPLE`] with `vars` in every rank's environment
+/// (and, with `bind_per_rank`, each rank on its own host).
+fn run_tcp(
+    lane: &LaneRun,
+    library: Library,
+    exe: &Path,
+    vars: &[(&str, String)],
+    bind_per_rank: bool,
+) -> Result<()> {
+    let how = vars.first().map_or("", |(name, _)| *name);
+    println!(
+        "--- {TCP_EXAMPLE} under {} at {TCP_EXAMPLE_RANKS} ranks, {how}",
+        library.launcher()
+    );
+    let mut launch = library.launch(lane.name(), TCP_EXAMPLE_RANKS);
+    for (name, value) in vars {
+        launch = launch.env(name, value);
+        if library == Library::OpenMpi {
+            // Handed to the ranks explicitly, as on a cluster.
+            launch = launch.args(["-x", name]);
+        }
+    }
+    if bind_per_rank {
+        launch = launch.args(["sh", "-c", BIND_PER_RANK]);
+    }
+    let output = launch
+        .arg(exe)
+        .timeout(PER_RUN_LIMIT)
+        .echo_output()
+        .read()?;
+    let clean = output
+        .lines()
+        .filter(|line| line.trim_end() == "shut down cleanly")
+        .count();
+    if clean != TCP_EXAMPLE_RANKS as usize {
+        bail!(
+            "lane `{}`: {TCP_EXAMPLE} under {} with {how}: {clean} rank(s) of {TCP_EXAMPLE_RANKS} shut down cleanly",
+            lane.name(),
+            library.launcher()
+        );
+    }
+    Ok(())
+}
+
+/// A fresh run key: 32 bytes from the system's generator, in hex.
+fn run_key() -> std::io::Result<String> {
+    use std::io::Read;
+    let mut bytes = [0_u8; 32];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
 /// Builds and runs the MPI tests against `library`: `cargo test -p
 /// dinah-mpi`, then every test program at every size in [`WORLD_SIZES`],
 /// each told the size it was launched at ([`EXPECT_WORLD`]).

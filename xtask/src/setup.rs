@@ -10,7 +10,7 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 
 use crate::cmd::{Cmd, on_path};
-use crate::lanes::{MSRV, NOSTD_TARGET};
+use crate::lanes::{MSRV, NOSTD_TARGET, PORTABILITY_TARGETS};
 use crate::mpi::{self, Library};
 use crate::project_root;
 
@@ -37,6 +37,9 @@ pub(crate) fn run() -> Result<()> {
     ensure_toolchain(MSRV, &[])?;
     ensure_target(&pinned, NOSTD_TARGET)?;
     ensure_target(MSRV, NOSTD_TARGET)?;
+    for target in PORTABILITY_TARGETS {
+        ensure_target(&pinned, target)?;
+    }
     ensure_toolchain(NIGHTLY, &["miri", "rust-src"])?;
     ensure_mpi()?;
     ensure_mpich()?;

@@ -166,7 +166,10 @@ impl TcpDriver {
                 }
                 let conn = &mut peer.lanes[lane.index()];
                 if !conn.outbox.is_empty() {
-                    match conn.outbox.flush(&conn.stream, &self.handle, max) {
+                    match conn
+                        .outbox
+                        .flush(conn.registration.stream(), &self.handle, max)
+                    {
                         Ok(flushed) => {
                             if flushed.bytes > 0 {
                                 progress = true;
@@ -187,7 +190,7 @@ impl TcpDriver {
                     conn.write_closed = true;
                     // The peer reads to the end of the stream after the
                     // goodbye; a failure here means it is gone already.
-                    let _ = conn.stream.shutdown(Shutdown::Write);
+                    let _ = conn.registration.stream().shutdown(Shutdown::Write);
                     progress = true;
                 }
             }
