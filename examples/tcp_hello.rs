@@ -8,11 +8,13 @@
 //! target/release/dinah-run -n 2 -- target/release/examples/tcp_hello
 //! ```
 //!
-//! Each rank learns its rank and the other ranks' addresses from
-//! `dinah-run`, so started on its own the program stops with an error
-//! naming the missing `DINAH_RANK`. `dinah-run` puts the rank in front of
-//! every line a rank prints (`[1] ...`). A wrong sum, or any failure, makes
-//! the rank and so `dinah-run` exit non-zero.
+//! Each rank learns its rank and the other ranks' addresses from its
+//! launcher: `dinah-run`, or `srun`, `mpirun` or `mpiexec` with rank 0 as
+//! coordinator (`DINAH_COORDINATOR=host:port` and a run key in
+//! `DINAH_KEY`, see `docs/launcher.md`). Started on its own, the program
+//! stops with an error naming the missing `DINAH_RANK`. `dinah-run` puts
+//! the rank in front of every line a rank prints (`[1] ...`). A wrong sum,
+//! or any failure, makes the rank and so the launcher exit non-zero.
 #![expect(clippy::print_stdout, reason = "an example reports what it does")]
 
 use std::time::Duration;
@@ -25,7 +27,7 @@ use dinah::prelude::*;
 struct Add(u64, u64);
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    // This rank, the world size and every rank's address, from dinah-run.
+    // This rank, the world size and every rank's address, from the launcher.
     let membership = Membership::from_env()?;
     // Every rank registers the same actions under the same run ID.
     let mut builder = Runtime::builder(1, ProtocolLimits::default(), RuntimeLimits::default())?;

@@ -84,22 +84,74 @@ pub enum Authentication {
 /// address (indexed by rank), the listener bound for this rank, and how
 /// this rank proves that it belongs to the run.
 ///
-/// `addrs` holds exactly one address per rank and `rank` is inside the
+/// It holds exactly one address per rank, and the rank is inside the
 /// world: the rendezvous checked both.
-#[non_exhaustive]
 #[derive(Debug)]
 pub struct Rendezvous {
+    rank: Rank,
+    world: WorldSize,
+    addrs: Vec<SocketAddr>,
+    listener: Option<TcpListener>,
+    authentication: Authentication,
+}
+
+/// The parts of a [`Rendezvous`], to build a transport's membership from.
+#[non_exhaustive]
+#[derive(Debug)]
+pub struct RendezvousParts {
     /// This rank.
     pub rank: Rank,
     /// The number of ranks.
     pub world: WorldSize,
-    /// Every rank's listening address, in rank order.
+    /// Every rank's listening address, in rank order (one per rank).
     pub addrs: Vec<SocketAddr>,
-    /// This rank's listener, already bound at `addrs[rank]` (`None` with a
-    /// hostfile and no `DINAH_BIND`: the transport binds that address).
+    /// This rank's listener, if the rendezvous bound one (`None` with a
+    /// hostfile and no `DINAH_BIND`: the transport binds this rank's
+    /// address).
     pub listener: Option<TcpListener>,
     /// How this rank proves its membership.
     pub authentication: Authentication,
+}
+
+impl Rendezvous {
+    /// This rank.
+    pub fn rank(&self) -> Rank {
+        self.rank
+    }
+
+    /// The number of ranks.
+    pub fn world(&self) -> WorldSize {
+        self.world
+    }
+
+    /// Every rank's listening address, in rank order.
+    pub fn addrs(&self) -> &[SocketAddr] {
+        &self.addrs
+    }
+
+    /// This rank's listener, if the rendezvous bound one: it listens at
+    /// this rank's address (on every interface when `DINAH_BIND` is a
+    /// wildcard address; the address the others were given is then the
+    /// one this host reaches the coordinator from).
+    pub fn listener(&self) -> Option<&TcpListener> {
+        self.listener.as_ref()
+    }
+
+    /// How this rank proves its membership.
+    pub fn authentication(&self) -> &Authentication {
+        &self.authentication
+    }
+
+    /// Its parts.
+    pub fn into_parts(self) -> RendezvousParts {
+        RendezvousParts {
+            rank: self.rank,
+            world: self.world,
+            addrs: self.addrs,
+            listener: self.listener,
+            authentication: self.authentication,
+        }
+    }
 }
 
 /// What the launcher put in this process's environment: its rank, the
@@ -123,7 +175,7 @@ pub struct Rendezvous {
 /// println!("rank {} of {}, run {}", launch.rank().get(), launch.world().get(), launch.run_id());
 /// // ... build the runtime with `launch.run_id()` ...
 /// let met = launch.rendezvous()?;
-/// println!("rank 0 listens on {}", met.addrs[0]);
+/// println!("rank 0 listens on {}", met.addrs()[0]);
 /// // ... `dinah_tcp::Membership::from(met)`, then connect ...
 /// # Ok::<(), dinah_launch::LaunchError>(())
 /// ```

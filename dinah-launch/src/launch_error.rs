@@ -224,7 +224,7 @@ impl fmt::Display for LaunchError {
             Self::Env { var, problem } => match problem {
                 EnvProblem::Missing if *var == crate::launcher::ENV_RANK => write!(
                     f,
-                    "{var} is not set and no launcher's rank variable is: start this program with dinah-run, srun, mpirun or mpiexec"
+                    "{var} is not set: start this program with dinah-run, or under srun, mpirun or mpiexec"
                 ),
                 EnvProblem::Missing if *var == crate::env::ENV_COORDINATOR => write!(
                     f,
@@ -370,7 +370,7 @@ mod tests {
         };
         assert_eq!(
             missing.to_string(),
-            "DINAH_RANK is not set and no launcher's rank variable is: start this program with dinah-run, srun, mpirun or mpiexec"
+            "DINAH_RANK is not set: start this program with dinah-run, or under srun, mpirun or mpiexec"
         );
         let nowhere = LaunchError::Env {
             var: "DINAH_COORDINATOR",

@@ -35,7 +35,7 @@ pub mod listener;
 
 pub use env::{
     AddressSource, Authentication, ENV_BIND, ENV_COORDINATOR, ENV_HOSTFILE, EXIT_LAUNCHER_GONE,
-    HostfileError, LaunchEnv, Launcher, Rendezvous,
+    HostfileError, LaunchEnv, Launcher, Rendezvous, RendezvousParts,
 };
 pub use key::{ENV_KEY, ENV_KEY_FILE, KeyError, NONCE_LEN, RunKey, TAG_LEN, nonce};
 pub use launch_error::{EnvProblem, LaunchError, LaunchOp, LaunchPhase};

@@ -11,10 +11,13 @@ use socket2::{Domain, Protocol, Socket, Type};
 /// accepts them.
 pub const LISTEN_BACKLOG: i32 = 1024;
 
-/// Binds a listener on `addr` with `SO_REUSEADDR` (a restarted run can
-/// reuse a port in `TIME_WAIT`, as the standard library's listeners can)
-/// and a backlog of [`LISTEN_BACKLOG`]. The launcher's control listener,
-/// the coordinator's, and the TCP transport's rank listeners all are.
+/// Binds a listener on `addr` with a backlog of [`LISTEN_BACKLOG`], and on
+/// Unix with `SO_REUSEADDR` (a restarted run can reuse a port in
+/// `TIME_WAIT`, as the standard library's listeners can; on Windows the
+/// option would let another socket take a port that is listening, and the
+/// standard library does not set it there either). The launcher's control
+/// listener, the coordinator's, and the TCP transport's rank listeners all
+/// are.
 ///
 /// # Errors
 ///
@@ -22,6 +25,7 @@ pub const LISTEN_BACKLOG: i32 = 1024;
 /// host's).
 pub fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    #[cfg(unix)]
     socket.set_reuse_address(true)?;
     socket.bind(&addr.into())?;
     socket.listen(LISTEN_BACKLOG)?;

@@ -165,7 +165,7 @@ fn sum_ranks() {
             std::process::exit(3);
         }
     };
-    say(&format!("addrs {:?}", membership.addrs));
+    say(&format!("addrs {:?}", membership.addrs()));
     let (handle, driver) =
         TcpTransport::connect(membership, builder.hello().unwrap()).expect("the ranks connect");
     let mut runtime = builder.start(handle, driver).unwrap();
@@ -393,6 +393,24 @@ fn a_rank_without_the_key_is_not_let_in() {
     );
 }
 
+/// A control-protocol report (kind 1, no proof) claiming `rank` of
+/// `world` at 127.0.0.9:9, as `launcher/control.rs` lays it out: what a
+/// process without the run key could send a coordinator.
+fn unproven_report(rank: u32, world: u32) -> Vec<u8> {
+    let mut body = Vec::new();
+    body.extend_from_slice(b"DNRL");
+    body.extend_from_slice(&1u16.to_le_bytes());
+    body.extend_from_slice(&[1, 0]);
+    body.extend_from_slice(&0u64.to_le_bytes());
+    body.extend_from_slice(&world.to_le_bytes());
+    body.extend_from_slice(&rank.to_le_bytes());
+    body.extend_from_slice(&[4, 127, 0, 0, 9]);
+    body.extend_from_slice(&9u16.to_le_bytes());
+    let mut frame = u32::try_from(body.len()).unwrap().to_le_bytes().to_vec();
+    frame.extend_from_slice(&body);
+    frame
+}
+
 #[test]
 fn strangers_at_the_coordinator_do_not_keep_the_ranks_out() {
     const TEST: &str = "strangers_at_the_coordinator_do_not_keep_the_ranks_out";
@@ -410,8 +428,9 @@ fn strangers_at_the_coordinator_do_not_keep_the_ranks_out() {
             ]
         })
         .collect();
-    // Strangers: idle connections, garbage, and reports without a proof,
-    // from before the coordinator listens until the ranks are done.
+    // Strangers: idle connections, garbage, and reports of rank 1 without
+    // a proof, from before the coordinator listens until the ranks are
+    // done.
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flood = {
         let stop = std::sync::Arc::clone(&stop);
@@ -423,9 +442,10 @@ fn strangers_at_the_coordinator_do_not_keep_the_ranks_out() {
                     TcpStream::connect_timeout(&coordinator, Duration::from_millis(100))
                 {
                     connected += 1;
-                    let _ = match connected % 3 {
+                    let _ = match connected % 4 {
                         0 => stream.write_all(b"GET / HTTP/1.0\r\n\r\n"),
                         1 => stream.write_all(&[0xff; 4]),
+                        2 => stream.write_all(&unproven_report(1, 3)),
                         _ => Ok(()),
                     };
                     held.push(stream);
@@ -442,6 +462,10 @@ fn strangers_at_the_coordinator_do_not_keep_the_ranks_out() {
     let finished = run_ranks(TEST, &envs);
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let strangers = flood.join().unwrap();
-    check_all_summed(&finished, "Slurm");
+    let list = check_all_summed(&finished, "Slurm");
+    assert!(
+        !list.contains("127.0.0.9:9"),
+        "an unproven report reached the list: {list}"
+    );
     assert!(strangers > 0, "the flood reached the coordinator");
 }

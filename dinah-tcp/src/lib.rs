@@ -142,12 +142,13 @@
 //!
 //! # Platform
 //!
-//! Built and tested on Linux (and Android); it also builds for macOS, the
-//! BSDs and Windows (CI checks macOS and Windows). The readiness set is the
-//! `polling` crate's (epoll, kqueue, IOCP). On Unix the owner's calls pass
-//! `MSG_DONTWAIT` (with `MSG_NOSIGNAL` on writes on Linux and Android;
-//! Apple's systems set `SO_NOSIGPIPE` on each socket instead); on Windows
-//! each connection is switched to non-blocking mode after its set-up.
+//! Built and tested on Linux; CI also checks that it builds for macOS and
+//! Windows (other Unix systems are written for but not checked). The
+//! readiness set is the `polling` crate's (epoll, kqueue, IOCP). On Unix
+//! the owner's calls pass `MSG_DONTWAIT` (with `MSG_NOSIGNAL` on writes on
+//! Linux, Android and the BSDs; Apple's systems set `SO_NOSIGPIPE` on each
+//! socket instead); on Windows each connection is switched to non-blocking
+//! mode after its set-up.
 //!
 //! [`TransportHandle`]: dinah_std::transport::TransportHandle
 //! [`TransportDriver`]: dinah_std::transport::TransportDriver

@@ -6,7 +6,7 @@ use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 
 use dinah_core::{Rank, WorldSize};
 
-use dinah_launch::{LaunchEnv, LaunchError, Rendezvous};
+use dinah_launch::{Authentication, LaunchEnv, LaunchError, Rendezvous, RendezvousParts};
 
 use crate::auth::RunKey;
 
@@ -51,12 +51,8 @@ pub struct Membership {
     addrs: Vec<SocketAddr>,
     bind: Option<SocketAddr>,
     listener: Option<TcpListener>,
-    auth: Auth,
+    auth: Authentication,
 }
-
-/// How a rank proves its membership (the launch crate's type: a
-/// rendezvous says it too).
-pub(crate) use dinah_launch::Authentication as Auth;
 
 impl Membership {
     /// `rank` of `world`, where rank `i` listens on `addrs[i]`.
@@ -89,14 +85,14 @@ impl Membership {
             addrs,
             bind: None,
             listener: None,
-            auth: Auth::FromEnv,
+            auth: Authentication::FromEnv,
         })
     }
 
     /// Proves this rank's membership with `key`, which every rank of the
     /// run holds.
     pub fn with_key(mut self, key: RunKey) -> Self {
-        self.auth = Auth::Key(key);
+        self.auth = Authentication::Key(key);
         self
     }
 
@@ -107,7 +103,7 @@ impl Membership {
     /// its membership refuses one that does not). Connecting then prints
     /// a warning on standard error, once per process.
     pub fn without_authentication(mut self) -> Self {
-        self.auth = Auth::Off;
+        self.auth = Authentication::Off;
         self
     }
 
@@ -115,11 +111,11 @@ impl Membership {
     /// (`false` when the key comes from the environment or the proof is
     /// off).
     pub fn has_key(&self) -> bool {
-        matches!(self.auth, Auth::Key(_))
+        matches!(self.auth, Authentication::Key(_))
     }
 
     /// How this rank proves its membership.
-    pub(crate) fn auth(&self) -> &Auth {
+    pub(crate) fn auth(&self) -> &Authentication {
         &self.auth
     }
 
@@ -181,7 +177,7 @@ impl Membership {
                 addrs: addrs.clone(),
                 bind: None,
                 listener: Some(listener),
-                auth: Auth::Key(key.clone()),
+                auth: Authentication::Key(key.clone()),
             })
             .collect())
     }
@@ -242,9 +238,9 @@ impl fmt::Debug for Membership {
             .field(
                 "auth",
                 &match self.auth {
-                    Auth::FromEnv => "key from the environment",
-                    Auth::Key(_) => "key given",
-                    Auth::Off => "off",
+                    Authentication::FromEnv => "key from the environment",
+                    Authentication::Key(_) => "key given",
+                    Authentication::Off => "off",
                 },
             )
             .finish()
@@ -255,14 +251,14 @@ impl From<Rendezvous> for Membership {
     /// The membership a rendezvous learned: its rank, world and addresses,
     /// its listener if it bound one, and its way of proving the key.
     fn from(met: Rendezvous) -> Self {
-        let Rendezvous {
+        let RendezvousParts {
             rank,
             world,
             addrs,
             listener,
             authentication,
             ..
-        } = met;
+        } = met.into_parts();
         let membership = Self::new(rank, world, addrs)
             .expect("a rendezvous checks the rank and the address count");
         Self {

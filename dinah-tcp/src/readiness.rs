@@ -11,12 +11,15 @@
 //! The owner's look must be one cheap system call and must never stand
 //! behind the watcher's wait, and a `Poller` serves one waiting thread at a
 //! time and re-arms a timer and a notifier on every wait (a look through
-//! it costs several system calls). So on Unix the owner asks the poller's
-//! own descriptor instead, with one `poll(2)` of zero timeout (through
-//! `rustix`): an epoll or kqueue descriptor is readable exactly while one
-//! of its registered sockets is ready, and asking takes nothing from it.
-//! Windows has no such descriptor; there the owner asks a second poller
-//! that holds the same sockets, with a zero timeout.
+//! it costs several system calls). So on Linux and Android the owner asks
+//! the poller's own descriptor instead, with one `poll(2)` of zero timeout
+//! (through `rustix`): polling an epoll descriptor checks each of its
+//! ready sockets again, so it is readable exactly while one of its sockets
+//! is, and asking takes nothing from it. A kqueue descriptor does not check
+//! again (it stays readable while an event is queued, even after the data
+//! was read, until the next `kevent` call), and Windows has no descriptor
+//! at all; elsewhere the owner therefore asks a second poller that holds
+//! the same sockets, with a zero timeout.
 
 use std::io;
 use std::net::TcpStream;
@@ -37,8 +40,8 @@ pub(crate) struct Set {
     /// Scratch for the watcher's events (one is enough).
     waited: Mutex<Events>,
     /// The owner's own poller and its scratch, where the watcher's cannot
-    /// be looked at through a descriptor.
-    #[cfg(not(unix))]
+    /// be looked at through its descriptor.
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
     look: (Poller, Mutex<Events>),
 }
 
@@ -58,16 +61,16 @@ impl Set {
         Ok(Self {
             poller: Poller::new()?,
             waited: scratch(),
-            #[cfg(not(unix))]
+            #[cfg(not(any(target_os = "linux", target_os = "android")))]
             look: (Poller::new()?, scratch()),
         })
     }
 
     /// The pollers a socket goes into.
     fn pollers(&self) -> impl Iterator<Item = &Poller> {
-        #[cfg(unix)]
+        #[cfg(any(target_os = "linux", target_os = "android"))]
         let look = None;
-        #[cfg(not(unix))]
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
         let look = Some(&self.look.0);
         std::iter::once(&self.poller).chain(look)
     }
@@ -104,9 +107,9 @@ impl Set {
         }
     }
 
-    /// Is any socket readable right now? Never blocks; on Unix one
-    /// `poll(2)` of the poller's descriptor.
-    #[cfg(unix)]
+    /// Is any socket readable right now? Never blocks: one `poll(2)` of
+    /// the epoll descriptor.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
     pub(crate) fn any_ready(&self) -> bool {
         use rustix::event::{PollFd, PollFlags, Timespec, poll};
         let mut fds = [PollFd::new(&self.poller, PollFlags::IN)];
@@ -118,7 +121,7 @@ impl Set {
     }
 
     /// Is any socket readable right now? Never blocks.
-    #[cfg(not(unix))]
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
     pub(crate) fn any_ready(&self) -> bool {
         let (poller, events) = &self.look;
         let mut events = locked(events);
@@ -216,14 +219,12 @@ mod tests {
     }
 
     #[test]
-    fn an_interruption_leaves_the_owners_look_true_at_worst() {
-        // The notifier lives in the poller: after an interruption the
-        // owner may see the set ready once without a socket being ready,
-        // which costs it one empty poll and nothing more.
+    fn an_interruption_ends_the_wait_and_leaves_nothing_ready() {
+        // The notifier lives in the watcher's poller; once the wait has
+        // consumed it, the owner's look sees nothing.
         let set = Set::new().unwrap();
         set.interrupt();
-        let _ = set.any_ready();
-        assert!(!set.wait());
+        assert!(!set.wait(), "interrupted, nothing ready");
         assert!(!set.any_ready(), "the wait consumed the interruption");
     }
 }

@@ -9,9 +9,9 @@
 //! done ([`PER_CALL_NONBLOCKING`]).
 //!
 //! A write to a closed connection must fail with `EPIPE`, never raise a
-//! `SIGPIPE` that would kill a process that did not ignore it: Linux and
-//! Android pass `MSG_NOSIGNAL` on each write, Apple's systems set
-//! `SO_NOSIGPIPE` on the socket, and Windows has no such signal.
+//! `SIGPIPE` that would kill a process that did not ignore it: Linux,
+//! Android and the BSDs pass `MSG_NOSIGNAL` on each write, Apple's systems
+//! set `SO_NOSIGPIPE` on the socket, and Windows has no such signal.
 
 use std::io::{self, IoSlice};
 use std::mem::MaybeUninit;
@@ -31,10 +31,28 @@ const RECV_FLAGS: core::ffi::c_int = libc::MSG_DONTWAIT;
 const RECV_FLAGS: core::ffi::c_int = 0;
 
 /// The flags of the owner's writes: this call does not block, and a
-/// closed connection raises no `SIGPIPE`.
-#[cfg(any(target_os = "linux", target_os = "android"))]
+/// closed connection raises no `SIGPIPE` (where the flag exists; Apple's
+/// systems set `SO_NOSIGPIPE` on the socket instead, see [`configure`]).
+#[cfg(any(
+    target_os = "linux",
+    target_os = "android",
+    target_os = "freebsd",
+    target_os = "netbsd",
+    target_os = "openbsd",
+    target_os = "dragonfly"
+))]
 const SEND_FLAGS: core::ffi::c_int = libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL;
-#[cfg(all(unix, not(any(target_os = "linux", target_os = "android"))))]
+#[cfg(all(
+    unix,
+    not(any(
+        target_os = "linux",
+        target_os = "android",
+        target_os = "freebsd",
+        target_os = "netbsd",
+        target_os = "openbsd",
+        target_os = "dragonfly"
+    ))
+))]
 const SEND_FLAGS: core::ffi::c_int = libc::MSG_DONTWAIT;
 #[cfg(not(unix))]
 const SEND_FLAGS: core::ffi::c_int = 0;

@@ -9,7 +9,9 @@ use crate::auth::RunKey;
 use crate::config::TcpConfig;
 use crate::driver::TcpDriver;
 use crate::error::TcpError;
-use crate::membership::{Auth, Membership};
+use dinah_launch::Authentication;
+
+use crate::membership::Membership;
 use crate::setup;
 
 /// The TCP transport's entry point.
@@ -99,14 +101,14 @@ impl TcpTransport {
 /// The key this rank proves its membership with: the membership's, else
 /// the environment's; `None` if the user turned the proof off (with a
 /// warning, once per process).
-fn run_key(auth: &Auth) -> Result<Option<RunKey>, TcpError> {
+fn run_key(auth: &Authentication) -> Result<Option<RunKey>, TcpError> {
     match auth {
-        Auth::Key(key) => Ok(Some(key.clone())),
-        Auth::FromEnv => match RunKey::from_env().map_err(TcpError::Key)? {
+        Authentication::Key(key) => Ok(Some(key.clone())),
+        Authentication::FromEnv => match RunKey::from_env().map_err(TcpError::Key)? {
             Some(key) => Ok(Some(key)),
             None => Err(TcpError::NoKey),
         },
-        Auth::Off => {
+        Authentication::Off => {
             warn_unauthenticated();
             Ok(None)
         }

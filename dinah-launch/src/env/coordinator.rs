@@ -24,10 +24,11 @@ use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::key::NONCE_LEN;
 use crate::key::RunKey;
 use crate::launch_error::{LaunchError, LaunchOp, LaunchPhase};
 use crate::launcher::arrivals::{Arrivals, Event, Inbound};
-use crate::launcher::control::{PROOF_LEN, Proof};
+use crate::launcher::control::Proof;
 use crate::launcher::{
     ControlError, Message, ReadError, Refusal, Report, read_message, write_message,
 };
@@ -115,7 +116,7 @@ pub(crate) fn listen(coordinator: &[SocketAddr]) -> Result<TcpListener, LaunchEr
 struct Waiting {
     stream: TcpStream,
     /// (challenge, the rank's nonce) when the run has a key.
-    nonces: Option<([u8; PROOF_LEN], [u8; PROOF_LEN])>,
+    nonces: Option<([u8; NONCE_LEN], [u8; NONCE_LEN])>,
 }
 
 /// Rank 0's side: serves the rendezvous on `listener` with `own` as rank
@@ -169,7 +170,6 @@ pub(crate) fn serve(
         }
     }
     let addrs: Vec<SocketAddr> = addrs.into_iter().flatten().collect();
-    let deadline = Instant::now() + WRITE_LIMIT;
     for rank in waiting.into_iter().flatten() {
         let Waiting { mut stream, nonces } = rank;
         let members = match (run.key, nonces) {
@@ -190,8 +190,10 @@ pub(crate) fn serve(
                 addrs: addrs.clone(),
             },
         };
-        // A rank that cannot take its list fails on its own side.
-        let _ = write_message(&mut stream, &members, deadline);
+        // Each rank has its own time to take the list, so a slow one costs
+        // the others that time at most; a rank that cannot take it fails
+        // on its own side.
+        let _ = write_message(&mut stream, &members, Instant::now() + WRITE_LIMIT);
     }
     Ok((addrs, refused))
 }
@@ -465,14 +467,14 @@ mod tests {
 
     /// A coordinator that answers the first report with `answer`.
     fn fake(
-        answer: impl FnOnce(Report, [u8; PROOF_LEN], Proof) -> Message + Send + 'static,
+        answer: impl FnOnce(Report, [u8; NONCE_LEN], Proof) -> Message + Send + 'static,
     ) -> (SocketAddr, thread::JoinHandle<()>) {
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
         let addr = listener.local_addr().unwrap();
         let handle = thread::spawn(move || {
             let (mut stream, _) = listener.accept().unwrap();
             let deadline = Instant::now() + Duration::from_secs(30);
-            let challenge = [7; PROOF_LEN];
+            let challenge = [7; NONCE_LEN];
             write_message(&mut stream, &Message::Challenge(challenge), deadline).unwrap();
             let Ok(Message::ProvenReport(report, proof)) = read_message(&mut stream, deadline)
             else {
@@ -548,18 +550,17 @@ mod tests {
     }
 
     #[test]
-    fn a_coordinator_that_never_listens_times_the_rank_out() {
-        // Bind and drop: nothing listens there.
-        let gone = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-            .unwrap()
-            .local_addr()
-            .unwrap();
+    fn a_coordinator_that_never_answers_times_the_rank_out() {
+        // Listening (the backlog takes the connection and the report) but
+        // never accepting.
+        let silent = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let addr = silent.local_addr().unwrap();
         let error = join(
-            &[gone],
+            &[addr],
             3,
             None,
             None,
-            run(None, 4, Duration::from_millis(100)),
+            run(None, 4, Duration::from_millis(200)),
         )
         .unwrap_err();
         assert!(
@@ -574,6 +575,7 @@ mod tests {
             ),
             "{error:?}"
         );
+        drop(silent);
     }
 
     #[test]

@@ -352,10 +352,10 @@ mod tests {
             .rendezvous()
             .unwrap();
         let own = fake.join().unwrap();
-        assert_eq!(membership.rank.get(), 1);
-        assert_eq!(membership.addrs, [peer, own]);
+        assert_eq!(membership.rank().get(), 1);
+        assert_eq!(membership.addrs(), [peer, own]);
         assert_eq!(
-            membership.listener.unwrap().local_addr().unwrap(),
+            membership.listener().unwrap().local_addr().unwrap(),
             own,
             "the reported listener is kept"
         );
@@ -388,7 +388,7 @@ mod tests {
             .rendezvous()
             .expect("the third report gets the list");
         fake.join().unwrap();
-        assert_eq!(membership.world.get(), 1);
+        assert_eq!(membership.world().get(), 1);
     }
 
     #[test]

@@ -6,10 +6,13 @@
 //! buffer the size of the largest report, so a stranger costs one socket
 //! and a few dozen bytes whatever length it announces. At most
 //! [`MAX_ARRIVALS`] wait at once; a new arrival beyond that drops the
-//! oldest. A rank sends its report as soon as it is connected, and every
-//! new connection is read once as soon as it is accepted, so a flood of
-//! strangers cannot push a rank out before its report is read; if it ever
-//! does, the rank sees the connection close and reports again.
+//! oldest. A rank sends its report as soon as it is connected (with
+//! challenges, as soon as the challenge reaches it, a round trip after the
+//! accept), and every new connection is read as soon as it is accepted and
+//! again on every pass. A flood of strangers can still push a rank's
+//! connection out of the full queue before its report arrives; the rank
+//! then sees the connection close and reports again, so a flood delays a
+//! rank but does not keep it out.
 //!
 //! `dinah-run` and a coordinator rank (`env/coordinator.rs`) both read
 //! their reports this way. A coordinator of a run with a key has every new
@@ -21,7 +24,7 @@ use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
-use crate::launcher::control::PROOF_LEN;
+use crate::key::NONCE_LEN;
 use crate::launcher::{ControlError, Message, ReadError};
 use crate::listener::is_out_of_descriptors;
 
@@ -38,14 +41,14 @@ const ACCEPT_BATCH: usize = 64;
 /// The largest report frame: the length prefix, the body header
 /// (magic, version, kind, reserved), run ID, world, rank, an IPv6
 /// address with its port and scope, and a proof (nonce and tag).
-const MAX_REPORT_FRAME: usize = 4 + 8 + 8 + 4 + 4 + 23 + 2 * PROOF_LEN;
+const MAX_REPORT_FRAME: usize = 4 + 8 + 8 + 4 + 4 + 23 + NONCE_LEN + crate::key::TAG_LEN;
 
 /// A control connection and what was read from it.
 pub(crate) struct Inbound {
     pub(crate) stream: TcpStream,
     pub(crate) peer: SocketAddr,
     /// The challenge this connection was sent, if it was sent one.
-    pub(crate) challenge: Option<[u8; PROOF_LEN]>,
+    pub(crate) challenge: Option<[u8; NONCE_LEN]>,
     pub(crate) result: Result<Message, ReadError>,
 }
 
@@ -53,7 +56,7 @@ pub(crate) struct Inbound {
 struct Arrival {
     stream: TcpStream,
     peer: SocketAddr,
-    challenge: Option<[u8; PROOF_LEN]>,
+    challenge: Option<[u8; NONCE_LEN]>,
     buf: [u8; MAX_REPORT_FRAME],
     filled: usize,
     until: Instant,
@@ -186,7 +189,7 @@ impl Arrivals {
     /// Makes `stream` non-blocking and, if challenges are on, sends it one.
     /// A fresh connection's send buffer takes the few bytes of a challenge
     /// at once; one that does not is dropped like a failed read.
-    fn challenge(&self, stream: &TcpStream) -> io::Result<Option<[u8; PROOF_LEN]>> {
+    fn challenge(&self, stream: &TcpStream) -> io::Result<Option<[u8; NONCE_LEN]>> {
         stream.set_nonblocking(true)?;
         if !self.challenges {
             return Ok(None);

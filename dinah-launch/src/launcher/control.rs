@@ -40,6 +40,8 @@ use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6, TcpStream};
 use std::time::Instant;
 
+use crate::key::{NONCE_LEN, TAG_LEN};
+
 /// The first four bytes of every control message body.
 pub(crate) const MAGIC: [u8; 4] = *b"DNRL";
 
@@ -67,14 +69,11 @@ const KIND_CHALLENGE: u8 = 4;
 const KIND_PROVEN_REPORT: u8 = 5;
 const KIND_PROVEN_MEMBERS: u8 = 6;
 
-/// The length of a nonce and of a tag in the proven kinds.
-pub(crate) const PROOF_LEN: usize = 32;
-
 /// A rank's proof that it holds the run key: its nonce and its tag.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Proof {
-    pub(crate) nonce: [u8; PROOF_LEN],
-    pub(crate) tag: [u8; PROOF_LEN],
+    pub(crate) nonce: [u8; NONCE_LEN],
+    pub(crate) tag: [u8; TAG_LEN],
 }
 
 /// A rank's report: who it is and where it listens.
@@ -96,14 +95,14 @@ pub(crate) enum Message {
     /// Launcher to rank: the rendezvous will not complete.
     Refusal(Refusal),
     /// Coordinator to rank, first: the nonce the rank's proof covers.
-    Challenge([u8; PROOF_LEN]),
+    Challenge([u8; NONCE_LEN]),
     /// Rank to coordinator: a report with the proof of the run key.
     ProvenReport(Report, Proof),
     /// Coordinator to rank: the address list with the coordinator's tag.
     ProvenMembers {
         run_id: u64,
         addrs: Vec<SocketAddr>,
-        tag: [u8; PROOF_LEN],
+        tag: [u8; TAG_LEN],
     },
 }
 
