@@ -22,17 +22,27 @@ mod conformance;
 mod mpi_harness;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use conformance::{Case, RankCtx, RankState};
-use dinah::mpi::MpiTransport;
 use dinah::mpi::mpi::topology::SimpleCommunicator;
+use dinah::mpi::{MpiConfig, MpiTransport};
+
+/// The liveness timeout of the suite's transports. The cases load four
+/// ranks, each with up to eight calling threads, onto the CI machine's two
+/// cores; under MPICH, whose progress engine spins when oversubscribed, a
+/// rank was once silent past the default 5 s there. Liveness itself is
+/// tested by `mpi_transport.rs`, with a stopped rank.
+const LIVENESS: Duration = Duration::from_secs(30);
 
 /// Builds a fresh runtime over a fresh transport and runs `case` on it.
 fn run(world: &SimpleCommunicator, name: &str, case: Case) {
     let state = Arc::new(RankState::default());
     let builder = conformance::builder(&state);
     let hello = builder.hello().expect("the suite's registry is valid");
-    let (handle, driver) = MpiTransport::new()
+    let mut config = MpiConfig::DEFAULT;
+    config.liveness_timeout = Some(LIVENESS);
+    let (handle, driver) = MpiTransport::with_config(config)
         .connect(world, hello)
         .unwrap_or_else(|error| panic!("case {name}: connect: {error}"));
     let runtime = builder
