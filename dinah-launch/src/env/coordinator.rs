@@ -228,7 +228,7 @@ fn admit(
         Some(Refusal::RunMismatch)
     } else if report.world != run.world {
         Some(Refusal::WorldMismatch {
-            launcher: run.world,
+            expected: run.world,
         })
     } else if report.rank >= run.world {
         Some(Refusal::RankOutOfRange { world: run.world })

@@ -447,7 +447,7 @@ mod tests {
         ];
         let refusals = [
             Refusal::RunMismatch,
-            Refusal::WorldMismatch { launcher: 4 },
+            Refusal::WorldMismatch { expected: 4 },
             Refusal::RankOutOfRange { world: 2 },
             Refusal::DuplicateRank,
             Refusal::UnsupportedVersion {

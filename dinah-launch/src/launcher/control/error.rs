@@ -83,16 +83,17 @@ impl fmt::Display for ControlError {
 
 impl core::error::Error for ControlError {}
 
-/// Why the launcher refused a rank's report or aborted the rendezvous.
+/// Why the rendezvous (`dinah-run`, or rank 0 as the coordinator) refused
+/// a rank's report or aborted.
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refusal {
     /// The report carries another run's ID.
     RunMismatch,
-    /// The report's world size differs from the launcher's.
+    /// The report's world size differs from the rendezvous's.
     WorldMismatch {
-        /// The launcher's world size.
-        launcher: u32,
+        /// The world size the rendezvous serves.
+        expected: u32,
     },
     /// The report's rank is outside the world.
     RankOutOfRange {
@@ -101,9 +102,9 @@ pub enum Refusal {
     },
     /// Another connection already reported this rank.
     DuplicateRank,
-    /// The report's protocol version is not the launcher's.
+    /// The report's protocol version is not the rendezvous's.
     UnsupportedVersion {
-        /// The launcher's version.
+        /// The rendezvous's version.
         supported: u16,
     },
     /// A rank exited before reporting, so the list can never be complete.
@@ -118,7 +119,7 @@ pub enum Refusal {
     },
     /// Not every rank reported within the start-up timeout.
     StartupTimeout,
-    /// The launcher gave up for a reason of its own (its run timeout, or
+    /// The rendezvous gave up for a reason of its own (its run timeout, or
     /// an operating-system error).
     Aborted,
 }
@@ -127,7 +128,7 @@ impl Refusal {
     pub(super) fn to_wire(self) -> (u8, u32) {
         match self {
             Self::RunMismatch => (1, 0),
-            Self::WorldMismatch { launcher } => (2, launcher),
+            Self::WorldMismatch { expected } => (2, expected),
             Self::RankOutOfRange { world } => (3, world),
             Self::DuplicateRank => (4, 0),
             Self::UnsupportedVersion { supported } => (5, u32::from(supported)),
@@ -141,7 +142,7 @@ impl Refusal {
     pub(super) fn from_wire(code: u8, arg: u32) -> Result<Self, ControlError> {
         Ok(match code {
             1 => Self::RunMismatch,
-            2 => Self::WorldMismatch { launcher: arg },
+            2 => Self::WorldMismatch { expected: arg },
             3 => Self::RankOutOfRange { world: arg },
             4 => Self::DuplicateRank,
             5 => Self::UnsupportedVersion {
@@ -160,9 +161,9 @@ impl fmt::Display for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::RunMismatch => f.write_str("the report belongs to another run"),
-            Self::WorldMismatch { launcher } => write!(
+            Self::WorldMismatch { expected } => write!(
                 f,
-                "the report's world size differs from the launcher's {launcher}"
+                "the report's world size differs from the rendezvous's {expected}"
             ),
             Self::RankOutOfRange { world } => {
                 write!(f, "the reported rank is outside the world of {world}")
@@ -171,7 +172,7 @@ impl fmt::Display for Refusal {
             Self::UnsupportedVersion { supported } => {
                 write!(
                     f,
-                    "the launcher speaks control protocol version {supported}"
+                    "the rendezvous speaks control protocol version {supported}"
                 )
             }
             Self::RankExited { rank } => {
@@ -179,7 +180,7 @@ impl fmt::Display for Refusal {
             }
             Self::RankFailed { rank } => write!(f, "rank {rank} failed"),
             Self::StartupTimeout => f.write_str("not every rank reported its address in time"),
-            Self::Aborted => f.write_str("the launcher aborted the run"),
+            Self::Aborted => f.write_str("the rendezvous aborted the run"),
         }
     }
 }

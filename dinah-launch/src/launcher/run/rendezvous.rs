@@ -84,7 +84,7 @@ impl Supervisor<'_> {
             Some(Refusal::RunMismatch)
         } else if report.world != self.world {
             Some(Refusal::WorldMismatch {
-                launcher: self.world,
+                expected: self.world,
             })
         } else if report.rank >= self.world {
             Some(Refusal::RankOutOfRange { world: self.world })
