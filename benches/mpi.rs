@@ -172,12 +172,9 @@ fn main() -> Result<(), BoxError> {
     let mut table = Table::default();
     // Raw MPI first, before dinah's runtime threads exist.
     let raw_8 = median(plan.batches, || raw_pingpong(&world, 8, plan.pingpongs));
-    let probed_8 = [ProbeWait::MatchedOnly, ProbeWait::AsTheDriver].map(|wait| {
-        wanted("raw-probe").then(|| {
-            median(plan.batches, || {
-                probe_pingpong(&world, plan.pingpongs, wait)
-            })
-        })
+    let waited_8 = [RawWait::AsTheDriver, RawWait::MatchedProbes].map(|wait| {
+        wanted("raw-probe")
+            .then(|| median(plan.batches, || lane_pingpong(&world, plan.pingpongs, wait)))
     });
     let raw_sweep: Vec<_> = SIZES
         .iter()
@@ -206,10 +203,10 @@ fn main() -> Result<(), BoxError> {
             "floor".into(),
         );
         let probe_rows = [
-            "raw mpi 8 B ping-pong, matched probes + immediate receive",
             "raw mpi 8 B ping-pong, received as the driver does",
+            "raw mpi 8 B ping-pong, matched probes + immediate receive",
         ];
-        for (name, probed) in probe_rows.into_iter().zip(probed_8) {
+        for (name, probed) in probe_rows.into_iter().zip(waited_8) {
             if let Some(probed) = probed {
                 let ratio = probed.as_secs_f64() / raw_8.as_secs_f64();
                 table.row(name, fmt_us(probed), format!("{ratio:.1}x raw, no runtime"));
@@ -385,81 +382,124 @@ fn raw_pingpong(world: &SimpleCommunicator, size: usize, iterations: usize) -> D
     elapsed / iterations.max(1) as u32
 }
 
-/// How [`probe_pingpong`] waits for and receives each message.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum ProbeWait {
-    /// As the MPI driver does: the idle check looks at both tags with
-    /// `MPI_Iprobe` until one has a message; the poll then matches it with
-    /// `MPI_Improbe` (control tag first, found empty), receives it, and
-    /// probes the action tag once more (found empty: a poll drains a tag
-    /// until it is).
+/// How the receiving side of [`lane_pingpong`] waits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RawWait {
+    /// As the MPI driver does: a receive posted in advance from any source
+    /// on each of two tags (control and action), the control one tested
+    /// before the action one until one completes; the completed receive
+    /// is posted again before the reply is sent.
     AsTheDriver,
-    /// The least the matched-probe design allows: `MPI_Improbe` on the
-    /// control tag, then on the action tag, until one matches; then the
-    /// receive.
-    MatchedOnly,
+    /// The receive path the driver had before its posted receives:
+    /// `MPI_Improbe` on the control tag, then on the action tag, until one
+    /// matches; then `MPI_Imrecv` polled with `test()`.
+    MatchedProbes,
 }
 
-/// The raw 8-byte ping-pong again, each message received the way the
-/// transport receives (matched probe, then `MPI_Imrecv` polled with
-/// `test()`; see `docs/mpi.md`) instead of into a receive posted in
-/// advance. No runtime, no frames: what the receive path alone costs a
-/// round trip.
-fn probe_pingpong(world: &SimpleCommunicator, iterations: usize, wait: ProbeWait) -> Duration {
-    const CONTROL: mpi::Tag = 11;
-    const ACTION: mpi::Tag = 12;
-    let rank = world.rank();
-    let send = [0xa5u8; 8];
-    let mut receive = [0u8; 8];
-    let wait_and_receive = |receive: &mut [u8]| {
-        let any = world.any_process();
-        let (message, _) = match wait {
-            ProbeWait::AsTheDriver => {
-                while any.immediate_probe_with_tag(CONTROL).is_none()
-                    && any.immediate_probe_with_tag(ACTION).is_none()
-                {}
-                assert!(any.immediate_matched_probe_with_tag(CONTROL).is_none());
-                any.immediate_matched_probe_with_tag(ACTION)
-                    .expect("the idle check saw a message on the action tag")
-            }
-            ProbeWait::MatchedOnly => loop {
-                if let Some(found) = any.immediate_matched_probe_with_tag(CONTROL) {
-                    break found;
-                }
-                if let Some(found) = any.immediate_matched_probe_with_tag(ACTION) {
-                    break found;
-                }
-            },
-        };
-        mpi::request::scope(|scope| {
-            complete(message.immediate_matched_receive_into(scope, receive));
-        });
-        if wait == ProbeWait::AsTheDriver {
-            assert!(any.immediate_matched_probe_with_tag(ACTION).is_none());
-        }
-    };
+/// The tag of the raw ping-pongs that stands for the driver's control
+/// lane (nothing is sent on it).
+const CONTROL: mpi::Tag = 11;
+/// The tag that stands for the action lane.
+const ACTION: mpi::Tag = 12;
+
+/// The raw 8-byte ping-pong again, between ranks 0 and 1 on two tags,
+/// each message received the `wait` way. No runtime, no frames: what the
+/// receive path alone costs a round trip. Other ranks only take part in
+/// the barrier.
+fn lane_pingpong(world: &SimpleCommunicator, iterations: usize, wait: RawWait) -> Duration {
     world.barrier();
     let start = Instant::now();
-    if rank <= 1 {
-        let peer = world.process_at_rank(1 - rank);
-        let send_one = || {
-            mpi::request::scope(|scope| {
-                complete(peer.immediate_send_with_tag(scope, &send[..], ACTION));
-            });
-        };
-        for _ in 0..iterations {
-            if rank == 0 {
-                send_one();
-                wait_and_receive(&mut receive);
-            } else {
-                wait_and_receive(&mut receive);
-                send_one();
-            }
+    if world.rank() <= 1 {
+        match wait {
+            RawWait::AsTheDriver => posted_pingpong(world, iterations),
+            RawWait::MatchedProbes => probed_pingpong(world, iterations),
         }
     }
     let elapsed = start.elapsed();
     world.barrier();
     elapsed / iterations.max(1) as u32
+}
+
+/// [`RawWait::AsTheDriver`]. Rank 1 posts its next receive before it sends
+/// each reply, as the driver posts a slot again when it takes a message.
+fn posted_pingpong(world: &SimpleCommunicator, iterations: usize) {
+    let rank = world.rank();
+    let peer = world.process_at_rank(1 - rank);
+    let any = world.any_process();
+    let send = [0xa5u8; 8];
+    let mut control_buffer = [0u8; 8];
+    let mut receive = [0u8; 8];
+    mpi::request::scope(|outer| {
+        // Nothing is sent on the control tag: its receive is tested every
+        // time, as the driver's control ring is, and cancelled at the end.
+        let mut control =
+            Some(any.immediate_receive_into_with_tag(outer, &mut control_buffer[..], CONTROL));
+        for index in 0..iterations {
+            mpi::request::scope(|scope| {
+                let mut action =
+                    Some(any.immediate_receive_into_with_tag(scope, &mut receive[..], ACTION));
+                if rank == 0 || index > 0 {
+                    complete(peer.immediate_send_with_tag(scope, &send[..], ACTION));
+                }
+                loop {
+                    let pending = control.take().expect("posted");
+                    control = Some(
+                        pending
+                            .test()
+                            .expect_err("nothing is sent on the control tag"),
+                    );
+                    match action.take().expect("posted").test() {
+                        Ok(_) => break,
+                        Err(pending) => action = Some(pending),
+                    }
+                }
+            });
+        }
+        if rank == 1 {
+            mpi::request::scope(|scope| {
+                complete(peer.immediate_send_with_tag(scope, &send[..], ACTION));
+            });
+        }
+        let control = control.take().expect("posted");
+        control.cancel();
+        complete(control);
+    });
+}
+
+/// [`RawWait::MatchedProbes`].
+fn probed_pingpong(world: &SimpleCommunicator, iterations: usize) {
+    let rank = world.rank();
+    let peer = world.process_at_rank(1 - rank);
+    let any = world.any_process();
+    let send = [0xa5u8; 8];
+    let mut receive = [0u8; 8];
+    let send_one = || {
+        mpi::request::scope(|scope| {
+            complete(peer.immediate_send_with_tag(scope, &send[..], ACTION));
+        });
+    };
+    let mut wait_and_receive = || {
+        let (message, _) = loop {
+            if let Some(found) = any.immediate_matched_probe_with_tag(CONTROL) {
+                break found;
+            }
+            if let Some(found) = any.immediate_matched_probe_with_tag(ACTION) {
+                break found;
+            }
+        };
+        mpi::request::scope(|scope| {
+            complete(message.immediate_matched_receive_into(scope, &mut receive[..]));
+        });
+    };
+    for _ in 0..iterations {
+        if rank == 0 {
+            send_one();
+            wait_and_receive();
+        } else {
+            wait_and_receive();
+            send_one();
+        }
+    }
 }
 
 /// Polls `request` with `test()` until it completes.

@@ -306,20 +306,33 @@ fn connect_from_another_thread_is_refused(_world: &SimpleCommunicator) {
 }
 
 /// Every rank sends frames of sizes from 1 byte to 1 MiB (eager and
-/// rendezvous protocols) to the next rank on both lanes, three rounds
-/// over the same driver; each lane's frames arrive intact and in order,
-/// and afterwards every count is back to zero.
+/// rendezvous protocols; up to a posted receive's 16 KiB, and announced on
+/// the lane's large tag past it) to the next rank on both lanes, three
+/// rounds over the same driver; each lane's frames arrive intact and in
+/// order, large and small interleaved, and afterwards every count is back
+/// to zero.
 fn frames_of_every_size_and_request_reuse(world: &SimpleCommunicator) {
     let (me, size) = rank_of(world);
     let (handle, mut driver) = connect_bare(world, HandleConfig::default());
     let (next, previous) = ring(&driver);
-    let sizes = [1, 79, 80, 100, 4096, 65_536, 300_000, 1 << 20];
+    let sizes = [
+        1,
+        79,
+        80,
+        100,
+        4096,
+        16_384,
+        16_385,
+        65_536,
+        300_000,
+        1 << 20,
+    ];
     let rounds = 3;
     let mut expected = [Vec::new(), Vec::new()];
     let mut index = 0;
     for _ in 0..rounds {
         for &len in &sizes {
-            let channel = if len <= 4096 && index % 2 == 0 {
+            let channel = if (len <= 4096 && index % 2 == 0) || len == 16_385 {
                 Channel::Control
             } else {
                 Channel::Action
@@ -369,13 +382,15 @@ fn small_frames_in_batches_under_a_budget_of_one(world: &SimpleCommunicator) {
     }
     let (next, previous) = ring(&driver);
     // Sizes 0..=199 and, every 50th frame, the batch marker itself
-    // followed by a pattern (it must not be taken for a batch).
+    // followed by a pattern (it must not be taken for a batch), and as
+    // often what looks like the announcement of a large frame (it must
+    // not be taken for one).
     let frame = |sender: u32, index: usize| {
         let body = pattern(sender, index, index % 200);
-        if index % 50 == 7 {
-            [&b"DNAHbat1"[..], &body].concat()
-        } else {
-            body
+        match index % 50 {
+            7 => [&b"DNAHbat1"[..], &body].concat(),
+            23 => [&b"DNAHbig1"[..], &body[..8]].concat(),
+            _ => body,
         }
     };
     let mut expected = [Vec::new(), Vec::new()];

@@ -14,8 +14,9 @@
 //! `u32` length and the frame's bytes. Any other message is one frame, as
 //! it is. The transport never looks inside a frame, so it stays
 //! byte-transparent (the runtime validates frames, as over TCP); a lone
-//! frame that happens to start with [`BATCH_MAGIC`] is sent as a batch of
-//! one, so it cannot be mistaken for a batch. The receiver tells a batch
+//! frame that happens to start with [`BATCH_MAGIC`], or to look like the
+//! announcement of a large frame (`large.rs`), is sent as a batch of one,
+//! so it cannot be mistaken for either. The receiver tells a batch
 //! from a single frame with [`is_batch`] and splits a batch back into its
 //! frames with [`Unbatch`]; a batch whose lengths do not add up
 //! (which this sender never produces) ends with its remaining bytes as one
@@ -44,7 +45,14 @@ pub(crate) const SMALL_FRAME: usize = 4 * 1024;
 
 /// The most bytes one batch carries, its framing included (staged frames
 /// are posted once the next one would take the batch past this).
-pub(crate) const MAX_BATCH_BYTES: usize = 16 * 1024;
+///
+/// It keeps a batch, with the library's own header, within the eager
+/// limit of OpenMPI's shared-memory transport (4 KiB), the smallest of the
+/// common ones: a message past its library's eager limit goes by the
+/// rendezvous protocol, which takes extra round trips between the ranks
+/// before the data moves, and halved the rate of a pipeline of small
+/// actions received into posted receives (`docs/mpi.md`).
+pub(crate) const MAX_BATCH_BYTES: usize = 4 * 1024 - 128;
 
 /// The most frames one batch carries: also how many events one message
 /// can hold for the receiver (which keeps the rest of a batch when its
@@ -72,10 +80,10 @@ pub(crate) struct Batch {
 
 impl Batch {
     /// `frame` alone, posted as it is (or as a batch of one if it could be
-    /// mistaken for a batch).
+    /// mistaken for a batch or for an announcement, see `large.rs`).
     fn one(frame: Vec<u8>) -> Self {
         let frame_bytes = frame.len();
-        if frame.starts_with(&BATCH_MAGIC) {
+        if frame.starts_with(&BATCH_MAGIC) || crate::large::looks_announced(&frame) {
             let mut bytes = Vec::with_capacity(BATCH_MAGIC.len() + LEN_BYTES + frame.len());
             bytes.extend_from_slice(&BATCH_MAGIC);
             append(&mut bytes, &frame);
@@ -376,6 +384,17 @@ mod tests {
         let posted = stage(&mut coalescer, &[(1, tricky.clone())]);
         assert_eq!(posted.len(), 1);
         assert_ne!(posted[0].1.bytes, tricky);
+        assert_eq!(posted[0].1.frame_bytes, tricky.len());
+        assert_eq!(split(&posted[0].1.bytes), [tricky]);
+    }
+
+    #[test]
+    fn a_frame_that_looks_like_an_announcement_is_wrapped_in_a_batch() {
+        let mut coalescer = Coalescer::new(world(2));
+        let tricky = crate::large::announcement(1 << 20);
+        let posted = stage(&mut coalescer, &[(1, tricky.clone())]);
+        assert_eq!(posted.len(), 1);
+        assert!(crate::large::announced(&posted[0].1.bytes).is_none());
         assert_eq!(posted[0].1.frame_bytes, tricky.len());
         assert_eq!(split(&posted[0].1.bytes), [tricky]);
     }

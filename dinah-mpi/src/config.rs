@@ -33,6 +33,14 @@ pub struct MpiConfig {
     /// large action messages being received never keep a cancellation from
     /// being matched.
     pub max_pending_receives: usize,
+    /// How many receives the driver keeps posted on each lane's tag, each
+    /// with a buffer of 16 KiB (a batch or a frame up to that size; longer
+    /// frames are announced and received apart): messages arriving are
+    /// received straight into them, with no probe. They are allocated once,
+    /// when the driver starts (2 x this x 16 KiB), and are not counted as
+    /// retained bytes. More messages than this wait inside MPI until a
+    /// slot is free again. At least one is posted.
+    pub posted_receives: usize,
     /// The longest one idle wait parks when nothing arrives. MPI cannot
     /// wake a parked thread, so the driver spins briefly, then parks for a
     /// doubling interval up to this bound and polls again: a smaller bound
@@ -51,11 +59,13 @@ pub struct MpiConfig {
 }
 
 impl MpiConfig {
-    /// The defaults: 30 s to bootstrap, 64 pending receives, idle parks of
-    /// at most 1 ms, a liveness timeout of 5 s.
+    /// The defaults: 30 s to bootstrap, 64 pending receives, 8 posted
+    /// receives per lane, idle parks of at most 1 ms, a liveness timeout
+    /// of 5 s.
     pub const DEFAULT: Self = Self {
         bootstrap_timeout: Duration::from_secs(30),
         max_pending_receives: 64,
+        posted_receives: 8,
         max_idle_park: Duration::from_millis(1),
         liveness_timeout: Some(Duration::from_secs(5)),
     };

@@ -17,8 +17,10 @@ use crate::coalesce::{Batch, Coalescer};
 use crate::comm::{self, PrivateComm};
 use crate::config::MpiConfig;
 use crate::farewell;
+use crate::large;
 use crate::peers::{Notice, Peers};
 use crate::pool::BufferPool;
+use crate::posted::{Posted, Taken};
 use crate::receive::{Probe, Receives};
 use crate::send::{SendKind, Sends};
 use crate::tags::Stream;
@@ -43,7 +45,14 @@ const CLOSE_PROBE_INTERVAL: u64 = 16;
 /// receiving never does, and then the wait parks as usual.
 const BUSY_WHILE_STALLED: Duration = Duration::from_millis(10);
 
-/// Posts the frames of `batch` to `to` as one message on `stream`.
+/// How long closing waits, at least, for its cancelled receives to
+/// complete: cancelling a receive no message matched completes at once,
+/// so this only matters if MPI is slow to say so.
+const CANCEL_GRACE: Duration = Duration::from_millis(100);
+
+/// Posts the frames of `batch` to `to` as one message on `stream`; a
+/// message too large for a posted receive goes on the lane's large tag,
+/// announced on `stream` (see `large.rs`).
 fn post_batch(
     sends: &mut Sends,
     comm: &PrivateComm,
@@ -52,6 +61,13 @@ fn post_batch(
     channel: Channel,
     batch: Batch,
 ) {
+    let stream = if large::is_large(&batch.bytes) {
+        let announcement = large::announcement(batch.bytes.len());
+        sends.post(comm.get(), to, stream, announcement, SendKind::Internal);
+        stream.large()
+    } else {
+        stream
+    };
     sends.post(
         comm.get(),
         to,
@@ -113,6 +129,8 @@ pub struct MpiDriver {
     coalescer: Coalescer,
     /// Batch and frame buffers kept for reuse (see `pool.rs`).
     buffers: BufferPool,
+    /// The receives kept posted on both lanes' tags.
+    posted: Posted,
     receives: Receives,
     peers: Peers,
     phase: Phase,
@@ -195,7 +213,9 @@ impl MpiDriver {
             sends,
         } = parts;
         let (me, world) = (handle.rank(), handle.world());
+        let posted = Posted::new(comm.get(), config.posted_receives);
         Self {
+            posted,
             comm,
             me,
             world,
@@ -441,13 +461,10 @@ impl MpiDriver {
                     exhausted = false;
                     break;
                 }
-                match self
-                    .receives
-                    .probe(self.comm.get(), stream, &mut self.buffers)
-                {
-                    Probe::Empty => break,
-                    Probe::Started { .. } => progress = true,
+                if !self.take_posted(stream) {
+                    break;
                 }
+                progress = true;
             }
         }
         self.polls = self.polls.wrapping_add(1);
@@ -456,6 +473,38 @@ impl MpiDriver {
             progress |= self.receive_close_markers();
         }
         progress
+    }
+
+    /// Moves the earliest message that arrived in `stream`'s posted
+    /// receives into the stream's queue, or starts receiving the large
+    /// frame it announces. Returns whether there was one.
+    ///
+    /// An announced frame longer than the protocol allows (which no dinah
+    /// sender makes) is not received: its sender is reported down for a
+    /// protocol violation, and nothing is allocated for it.
+    fn take_posted(&mut self, stream: Stream) -> bool {
+        let Some((from, taken)) =
+            self.posted
+                .take(self.comm.get(), stream, self.world, &mut self.buffers)
+        else {
+            return false;
+        };
+        match taken {
+            Taken::Message(bytes) => self.receives.push_received(stream, from, bytes),
+            Taken::Announced(len) => match usize::try_from(len) {
+                Ok(len) if len <= self.limits.max_frame_bytes as usize => {
+                    self.receives.start_large(
+                        self.comm.get(),
+                        stream,
+                        from,
+                        len,
+                        &mut self.buffers,
+                    );
+                }
+                _ => self.peers.on_violation(from),
+            },
+        }
+        true
     }
 
     /// Hands out `channel`'s completed messages: goodbyes are absorbed,
@@ -535,37 +584,39 @@ impl MpiDriver {
         progress
     }
 
-    /// Is there anything for a poll to do? Probes the control and action
-    /// tags, the close tag as often as a poll does (see
+    /// Is there anything for a poll to do? Tests the first posted receive
+    /// of each lane, probes the close tag as often as a poll does (see
     /// [`CLOSE_PROBE_INTERVAL`]), and tests the requests in flight
     /// (completing sends is itself progress).
-    ///
-    /// (One probe with `MPI_ANY_TAG` instead was measured slower under
-    /// OpenMPI: every probe also runs the library's progress engine, which
-    /// is what moves arriving messages into its matching queues, so fewer
-    /// calls between two yields found arrivals later.)
     fn mpi_ready(&mut self) -> bool {
         let comm = self.comm.get();
-        let waiting = |stream: Stream| {
-            comm.any_process()
-                .immediate_probe_with_tag(stream.tag())
-                .is_some()
-        };
         self.idle_checks = self.idle_checks.wrapping_add(1);
         let close_due =
             self.phase != Phase::Running || self.idle_checks % CLOSE_PROBE_INTERVAL == 0;
-        Stream::LANES.into_iter().any(waiting)
-            || (close_due && waiting(Stream::Close))
+        self.posted.any_ready()
+            || (close_due
+                && comm
+                    .any_process()
+                    .immediate_probe_with_tag(Stream::Close.tag())
+                    .is_some())
             || self.receives.poll_ready()
             || self.sends.complete(&self.handle, &mut self.buffers) > 0
     }
 
-    /// Gives up on everything MPI still holds (see [`TransportDriver::close`]).
-    fn abandon(&mut self) {
+    /// Gives up on everything MPI still holds (see [`TransportDriver::close`]):
+    /// with MPI `live`, the posted receives are cancelled first (given
+    /// until `deadline`, and at least [`CANCEL_GRACE`]).
+    fn abandon(&mut self, live: bool, deadline: Instant) {
         let sends = self.sends.abandon(&self.handle);
         let (_, receive_bytes) = self.receives.abandon();
+        let (_, posted_bytes) = if live {
+            self.posted
+                .cancel(deadline.max(Instant::now() + CANCEL_GRACE))
+        } else {
+            self.posted.abandon()
+        };
         self.leaked.sends += sends.requests;
-        self.leaked.bytes += sends.bytes + receive_bytes;
+        self.leaked.bytes += sends.bytes + receive_bytes + posted_bytes;
     }
 
     /// Closes without a clean drain: goodbyes (if not sent yet), sends given
@@ -791,7 +842,7 @@ impl TransportDriver for MpiDriver {
         if live && !clean {
             self.close_unclean(deadline);
         }
-        self.abandon();
+        self.abandon(live, deadline);
         // A peer that went down without draining may send again (a stopped
         // rank that wakes up): freeing would let MPI hand its messages to
         // a later communicator that reuses the context.

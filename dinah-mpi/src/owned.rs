@@ -19,7 +19,9 @@ use std::fmt;
 use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
 
-use mpi::point_to_point::Message;
+use mpi::Tag;
+use mpi::datatype::Equivalence;
+use mpi::point_to_point::{Message, Source, Status};
 use mpi::request::{Request, StaticScope};
 
 /// A `Vec<u8>` lent to MPI, kept as its raw parts.
@@ -120,23 +122,64 @@ impl OwnedRequest {
         }
     }
 
+    /// A request that already completed, its buffer handed out (for a
+    /// message received some other way).
+    pub(crate) fn done() -> Self {
+        Self {
+            request: None,
+            capacity: 0,
+        }
+    }
+
+    /// Starts an immediate receive of the next message with `tag` from
+    /// `source` (a rank, or any) into `buffer`, whose length is the most
+    /// it takes.
+    pub(crate) fn post(source: &impl Source, tag: Tag, buffer: Vec<u8>) -> Self {
+        let capacity = buffer.capacity();
+        let mut buffer = Lent::new(buffer);
+        // SAFETY: as in `receive`.
+        let data: &'static mut [u8] = unsafe { buffer.as_static_mut() };
+        let request = source.immediate_receive_into_with_tag(StaticScope, data, tag);
+        Self {
+            request: Some((request, buffer)),
+            capacity,
+        }
+    }
+
     /// Tests the request without blocking. Returns its buffer, holding the
     /// bytes received, the first time it finds the request complete;
     /// `None` while it is incomplete and after the buffer was handed out.
     pub(crate) fn test(&mut self) -> Option<Vec<u8>> {
+        self.test_arrival().map(|arrival| arrival.buffer)
+    }
+
+    /// As [`test`](Self::test), with where the message came from and how
+    /// long it is (the buffer keeps its whole length).
+    pub(crate) fn test_arrival(&mut self) -> Option<Arrival> {
         let (request, buffer) = self.request.take()?;
         match request.test() {
-            Ok(_status) => {
+            Ok(status) => Some(Arrival {
                 // SAFETY: MPI completed the request and `test` consumed it,
                 // together with its borrow of the buffer, so nothing refers
                 // to the buffer any more; `into_vec` consumes the `Lent`,
                 // so neither a later `test` nor `Drop` touches it.
-                Some(unsafe { buffer.into_vec() })
-            }
+                buffer: unsafe { buffer.into_vec() },
+                source: status.source_rank(),
+                len: received_len(&status),
+            }),
             Err(request) => {
                 self.request = Some((request, buffer));
                 None
             }
+        }
+    }
+
+    /// Asks MPI to cancel the incomplete request (`MPI_Cancel`); it still
+    /// has to be tested to completion, after which its buffer holds
+    /// nothing or, if the cancellation came too late, a message.
+    pub(crate) fn cancel(&self) {
+        if let Some((request, _)) = &self.request {
+            request.cancel();
         }
     }
 
@@ -149,6 +192,25 @@ impl OwnedRequest {
     pub(crate) fn capacity(&self) -> usize {
         self.capacity
     }
+}
+
+/// A completed receive.
+#[derive(Debug)]
+pub(crate) struct Arrival {
+    /// The buffer, at the length it was posted with.
+    pub(crate) buffer: Vec<u8>,
+    /// The sender's rank in the communicator (meaningless for a
+    /// cancelled receive).
+    pub(crate) source: mpi::Rank,
+    /// How many bytes of the buffer the message filled (meaningless for a
+    /// cancelled receive).
+    pub(crate) len: usize,
+}
+
+/// The bytes a completed receive's status reports; a negative count
+/// (`MPI_UNDEFINED`, which bytes never give) reads as zero.
+fn received_len(status: &Status) -> usize {
+    usize::try_from(status.count(u8::equivalent_datatype())).unwrap_or(0)
 }
 
 impl Drop for OwnedRequest {

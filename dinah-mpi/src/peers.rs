@@ -125,13 +125,23 @@ impl Peers {
     /// Nothing arrived from `peer` for the liveness timeout: it is
     /// reported down, unless it drained or is down already.
     pub(crate) fn on_silence(&mut self, peer: Rank) {
+        self.fail(peer, DownReason::Silent);
+    }
+
+    /// `peer` sent what no dinah transport sends (a large frame past the
+    /// protocol's bound): it is reported down, unless it drained or is
+    /// down already.
+    pub(crate) fn on_violation(&mut self, peer: Rank) {
+        self.fail(peer, DownReason::ProtocolViolation);
+    }
+
+    fn fail(&mut self, peer: Rank, reason: DownReason) {
         let state = &mut self.peers[peer.index()];
         if state.down || state.drained {
             return;
         }
         state.down = true;
-        self.notices
-            .push_back(Notice::Down(peer, DownReason::Silent));
+        self.notices.push_back(Notice::Down(peer, reason));
     }
 
     fn check(&mut self, peer: Rank) {

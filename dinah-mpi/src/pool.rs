@@ -25,7 +25,7 @@
 //!   frames copied out of a received batch, or a short message received,
 //!   are taken from there.
 //!
-//! At most [`MAX_BATCHES_KEPT`] batch buffers are kept here (256 KiB), and
+//! At most [`MAX_BATCHES_KEPT`] batch buffers are kept here (62 KiB), and
 //! the frame buffers within `frame_buffers`' per-thread bounds; the rest
 //! are freed. Kept buffers are free memory, not frames: they are not
 //! counted as retained bytes.

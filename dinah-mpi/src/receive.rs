@@ -1,24 +1,28 @@
-//! Receiving without blocking: matched probe, then immediate receive.
+//! Messages being received and handed out, per stream, in order.
 //!
-//! [`Receives::probe`] asks MPI for the next message of one stream from
-//! any source (`MPI_Improbe`). A matched message is removed from MPI's
-//! matching queue, so no other probe or receive can take it, and must be
-//! received: an immediate matched receive (`MPI_Imrecv`) into a buffer
-//! sized exactly from the probed count is started at once (a pooled one
-//! for batch-sized messages, see `pool.rs`). Small messages
-//! have usually arrived whole and complete on the first test; large ones
-//! (MPI's rendezvous protocol) complete after later progress.
+//! Messages come in three ways. On a lane's tag they arrive in the
+//! receives the driver keeps posted (`posted.rs`) and are queued here
+//! already received ([`Receives::push_received`]); a large frame announced
+//! there is received from its sender on the lane's large tag
+//! ([`Receives::start_large`], see `large.rs`). On the hello and close
+//! tags, [`Receives::probe`] asks MPI for the next message from any source
+//! (`MPI_Improbe`): a matched message is removed from MPI's matching
+//! queue, so no other probe or receive can take it, and an immediate
+//! matched receive (`MPI_Imrecv`) into a buffer sized exactly from the
+//! probed count is started at once. Small messages have usually arrived
+//! whole and complete on the first test; large ones (MPI's rendezvous
+//! protocol) complete after later progress.
 //!
 //! Receives complete in any order, but messages of one stream from one
-//! source are handed out in the order they were matched, which is the
+//! source are handed out in the order they were queued, which is the
 //! order the source sent them: [`Receives::take_ready`] skips a source
-//! whose earlier message is still incomplete. A slow large message from
-//! one source therefore never holds up other sources.
+//! whose earlier message is still incomplete. A slow large frame from one
+//! source therefore never holds up other sources.
 //!
-//! The number of pending receives is bounded by the caller, per stream (so
+//! The number of messages queued is bounded by the caller, per stream (so
 //! large action messages being received never keep a cancellation from
-//! being matched); their buffers are what the driver reports as retained
-//! receive bytes.
+//! being handed out); their buffers are what the driver reports as
+//! retained receive bytes.
 
 use std::collections::VecDeque;
 
@@ -50,7 +54,7 @@ struct Pending {
 pub(crate) struct Receives {
     world: WorldSize,
     /// Per [`Stream::index`], in the order MPI matched them.
-    pending: [VecDeque<Pending>; 4],
+    pending: [VecDeque<Pending>; Stream::COUNT],
     bytes: u64,
     /// Scratch: sources whose earliest pending message is incomplete.
     blocked: Vec<bool>,
@@ -112,6 +116,45 @@ impl Receives {
             unbatch: Unbatch::Start,
         });
         Probe::Started { from, len }
+    }
+
+    /// Queues `bytes`, a message from `from` on `stream` already received
+    /// (taken from a posted receive), behind the stream's earlier ones.
+    pub(crate) fn push_received(&mut self, stream: Stream, from: Rank, bytes: Vec<u8>) {
+        self.bytes += bytes.capacity() as u64;
+        self.pending[stream.index()].push_back(Pending {
+            from,
+            request: OwnedRequest::done(),
+            done: Some(bytes),
+            unbatch: Unbatch::Start,
+        });
+    }
+
+    /// Starts receiving the large frame of `len` bytes that `from`
+    /// announced on `stream` (a lane), from the lane's large tag, and
+    /// queues it in the announcement's place: later messages from `from`
+    /// on `stream` wait for it.
+    pub(crate) fn start_large(
+        &mut self,
+        comm: &SimpleCommunicator,
+        stream: Stream,
+        from: Rank,
+        len: usize,
+        pool: &mut BufferPool,
+    ) {
+        let source = i32::try_from(from.get()).expect("ranks of an MPI communicator fit an i32");
+        let request = OwnedRequest::post(
+            &comm.process_at_rank(source),
+            stream.large().tag(),
+            pool.take_len(len),
+        );
+        self.bytes += request.capacity() as u64;
+        self.pending[stream.index()].push_back(Pending {
+            from,
+            request,
+            done: None,
+            unbatch: Unbatch::Start,
+        });
     }
 
     /// Tests the incomplete receives of every stream (without handing

@@ -26,6 +26,12 @@ pub(crate) enum Stream {
     /// The close marker: the sender closed its transport without a clean
     /// drain and will receive nothing more.
     Close,
+    /// Control-lane frames too large for a posted receive, each announced
+    /// on the control tag first (see `large.rs`).
+    LargeControl,
+    /// Action-lane frames too large for a posted receive, each announced
+    /// on the action tag first.
+    LargeAction,
 }
 
 impl Stream {
@@ -42,6 +48,18 @@ impl Stream {
             Self::Control => 2,
             Self::Action => 3,
             Self::Close => 4,
+            Self::LargeControl => 5,
+            Self::LargeAction => 6,
+        }
+    }
+
+    /// The stream that carries this lane's large frames (a lane's own
+    /// stream for any other).
+    pub(crate) const fn large(self) -> Self {
+        match self {
+            Self::Control => Self::LargeControl,
+            Self::Action => Self::LargeAction,
+            other => other,
         }
     }
 
@@ -53,13 +71,18 @@ impl Stream {
         }
     }
 
-    /// A dense index for per-stream tables (0..4).
+    /// How many streams there are.
+    pub(crate) const COUNT: usize = 6;
+
+    /// A dense index for per-stream tables (0..[`Self::COUNT`]).
     pub(crate) const fn index(self) -> usize {
         match self {
             Self::Hello => 0,
             Self::Control => 1,
             Self::Action => 2,
             Self::Close => 3,
+            Self::LargeControl => 4,
+            Self::LargeAction => 5,
         }
     }
 }
@@ -75,7 +98,10 @@ mod tests {
             Stream::Control,
             Stream::Action,
             Stream::Close,
+            Stream::LargeControl,
+            Stream::LargeAction,
         ];
+        assert_eq!(all.len(), Stream::COUNT);
         for (i, a) in all.iter().enumerate() {
             assert!((1..32_767).contains(&a.tag()));
             assert_eq!(a.index(), i);
@@ -89,6 +115,8 @@ mod tests {
     fn lanes_map_to_their_streams() {
         assert_eq!(Stream::of(Channel::Control), Stream::Control);
         assert_eq!(Stream::of(Channel::Action), Stream::Action);
+        assert_eq!(Stream::Control.large(), Stream::LargeControl);
+        assert_eq!(Stream::Action.large(), Stream::LargeAction);
         assert_eq!(
             Stream::LANES[0],
             Stream::Control,

@@ -1,0 +1,101 @@
+//! Messages too large for a posted receive: announced on their lane, sent
+//! on the lane's large tag.
+//!
+//! Every message on a lane's tag is received into one of the receives the
+//! driver keeps posted (`posted.rs`), each of [`SLOT`] bytes, the most a
+//! batch carries. A longer message (one large frame) would not fit, so
+//! the sender posts, in its place on the lane, an *announcement* of
+//! [`ANNOUNCEMENT_LEN`] bytes ([`ANNOUNCEMENT_MAGIC`] and the frame's
+//! length as a little-endian `u64`), and the frame itself on the lane's
+//! large tag. The receiver, when it reaches the announcement in the lane's
+//! order, starts a receive of exactly that length from the announcing
+//! rank on the large tag. MPI keeps one source's messages on one tag in
+//! order, so that receive matches the announced frame, and the frame keeps
+//! its place among the lane's frames from that rank.
+//!
+//! A frame that could be mistaken for an announcement (exactly
+//! [`ANNOUNCEMENT_LEN`] bytes starting with its magic) is sent as a batch
+//! of one (`coalesce.rs`), so every message of exactly that form is one.
+
+/// The bytes of the largest message a lane's tag carries: what each posted
+/// receive holds. Batches are smaller; a frame sent alone up to this long
+/// needs no announcement.
+pub(crate) const SLOT: usize = 16 * 1024;
+
+// Every batch fits a posted receive.
+const _: () = assert!(SLOT >= crate::coalesce::MAX_BATCH_BYTES);
+
+/// How an announcement starts. It differs from a batch's; a frame that
+/// starts with it is never sent as it is (see the module docs).
+pub(crate) const ANNOUNCEMENT_MAGIC: [u8; 8] = *b"DNAHbig1";
+
+/// The length of an announcement: its magic and a `u64`.
+pub(crate) const ANNOUNCEMENT_LEN: usize = ANNOUNCEMENT_MAGIC.len() + 8;
+
+/// Does `message` need the large tag (is it longer than a posted receive)?
+pub(crate) fn is_large(message: &[u8]) -> bool {
+    message.len() > SLOT
+}
+
+/// The announcement of a frame of `len` bytes.
+pub(crate) fn announcement(len: usize) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(ANNOUNCEMENT_LEN);
+    bytes.extend_from_slice(&ANNOUNCEMENT_MAGIC);
+    bytes.extend_from_slice(&(len as u64).to_le_bytes());
+    bytes
+}
+
+/// Could `message` be read as an announcement?
+pub(crate) fn looks_announced(message: &[u8]) -> bool {
+    message.len() == ANNOUNCEMENT_LEN && message.starts_with(&ANNOUNCEMENT_MAGIC)
+}
+
+/// The announced length, if `message` is an announcement.
+pub(crate) fn announced(message: &[u8]) -> Option<u64> {
+    if !looks_announced(message) {
+        return None;
+    }
+    let len: [u8; 8] = message[ANNOUNCEMENT_MAGIC.len()..].try_into().ok()?;
+    Some(u64::from_le_bytes(len))
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::coalesce::BATCH_MAGIC;
+
+    #[test]
+    fn an_announcement_is_not_a_batch() {
+        assert!(!crate::coalesce::is_batch(&announcement(1)));
+        assert_ne!(ANNOUNCEMENT_MAGIC, BATCH_MAGIC);
+    }
+
+    #[test]
+    fn only_messages_past_a_slot_are_large() {
+        assert!(!is_large(&vec![0; SLOT]));
+        assert!(is_large(&vec![0; SLOT + 1]));
+    }
+
+    #[test]
+    fn other_messages_are_not_announcements() {
+        assert_eq!(announced(b"DNAHbig1"), None, "too short");
+        let mut long = announcement(7);
+        long.push(0);
+        assert_eq!(announced(&long), None, "too long");
+        let mut other = announcement(7);
+        other[0] = b'X';
+        assert_eq!(announced(&other), None, "another magic");
+    }
+
+    proptest! {
+        #[test]
+        fn an_announcement_gives_back_its_length(len in 0usize..=usize::MAX) {
+            let bytes = announcement(len);
+            prop_assert_eq!(bytes.len(), ANNOUNCEMENT_LEN);
+            prop_assert!(looks_announced(&bytes));
+            prop_assert_eq!(announced(&bytes), Some(len as u64));
+        }
+    }
+}
