@@ -306,11 +306,14 @@ fn connect_from_another_thread_is_refused(_world: &SimpleCommunicator) {
 }
 
 /// Every rank sends frames of sizes from 1 byte to 1 MiB (eager and
-/// rendezvous protocols; up to a posted receive's 16 KiB, and announced on
-/// the lane's large tag past it) to the next rank on both lanes, three
-/// rounds over the same driver; each lane's frames arrive intact and in
-/// order, large and small interleaved, and afterwards every count is back
-/// to zero.
+/// rendezvous protocols; up to a posted receive's 3,968 bytes, and
+/// announced on the lane's large tag past it) to the next rank on both
+/// lanes, three rounds over the same driver; each lane's frames arrive
+/// intact and in order, large and small interleaved, and afterwards every
+/// count is back to zero. A 16-byte frame looks like the announcement of
+/// a large frame; in the first round it is sent alone (between two large
+/// frames of its lane, so nothing is batched with it): it arrives as it
+/// was.
 fn frames_of_every_size_and_request_reuse(world: &SimpleCommunicator) {
     let (me, size) = rank_of(world);
     let (handle, mut driver) = connect_bare(world, HandleConfig::default());
@@ -320,27 +323,39 @@ fn frames_of_every_size_and_request_reuse(world: &SimpleCommunicator) {
         79,
         80,
         100,
+        3968,
+        3969,
         4096,
         16_384,
+        16,
         16_385,
         65_536,
         300_000,
         1 << 20,
     ];
+    // The 16-byte frame looks like an announcement.
+    let frame = |sender: u32, index: usize, len: usize| {
+        let body = pattern(sender, index, len);
+        if len == 16 {
+            [&b"DNAHbig1"[..], &body[..8]].concat()
+        } else {
+            body
+        }
+    };
     let rounds = 3;
     let mut expected = [Vec::new(), Vec::new()];
     let mut index = 0;
     for _ in 0..rounds {
         for &len in &sizes {
-            let channel = if (len <= 4096 && index % 2 == 0) || len == 16_385 {
+            let channel = if (len <= 4096 && index % 2 == 0) || len == 16_385 || len == 16 {
                 Channel::Control
             } else {
                 Channel::Action
             };
             handle
-                .try_send(next, channel, pattern(me, index, len))
+                .try_send(next, channel, frame(me, index, len))
                 .expect("queued");
-            expected[channel.index()].push(pattern(previous.get(), index, len));
+            expected[channel.index()].push(frame(previous.get(), index, len));
             index += 1;
         }
     }

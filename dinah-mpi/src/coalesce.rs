@@ -1,8 +1,8 @@
 //! Several small frames to one peer in one MPI message.
 //!
 //! Every MPI message costs both ranks a fixed amount of work whatever its
-//! size: an immediate send and its test on one side, a matched probe, an
-//! immediate receive and its test on the other. With many small frames in
+//! size: an immediate send and its test on one side, a posted receive's
+//! test and its posting again on the other. With many small frames in
 //! flight (a pipeline of requests and their results) that fixed cost is
 //! most of the transport's. So during one poll the driver stages the small
 //! frames it takes from the handle per destination, and posts each
@@ -48,10 +48,11 @@ pub(crate) const SMALL_FRAME: usize = 4 * 1024;
 ///
 /// It keeps a batch, with the library's own header, within the eager
 /// limit of OpenMPI's shared-memory transport (4 KiB), the smallest of the
-/// common ones: a message past its library's eager limit goes by the
-/// rendezvous protocol, which takes extra round trips between the ranks
-/// before the data moves, and halved the rate of a pipeline of small
-/// actions received into posted receives (`docs/mpi.md`).
+/// common ones. A message past its library's eager limit goes by the
+/// rendezvous protocol: it is complete only after more messages between
+/// the ranks, and a posted receive holding one would keep the lane's
+/// later messages waiting behind it (see `posted.rs`). It is also the size
+/// of a posted receive, so a batch always fits one.
 pub(crate) const MAX_BATCH_BYTES: usize = 4 * 1024 - 128;
 
 /// The most frames one batch carries: also how many events one message

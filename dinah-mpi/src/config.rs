@@ -25,21 +25,23 @@ pub struct MpiConfig {
     /// peer's hello before failing with
     /// [`MpiError::SetupTimeout`](crate::MpiError::SetupTimeout).
     pub bootstrap_timeout: Duration,
-    /// The most messages being received at once on each lane (matched and
-    /// not yet handed to the runtime). Each holds a buffer of up to the
-    /// protocol's `max_frame_bytes`, so this bounds the driver's receive
-    /// memory; when a lane reaches it the driver stops matching on that
-    /// lane, and further messages wait inside MPI. The bound is per lane so
-    /// large action messages being received never keep a cancellation from
-    /// being matched.
+    /// The most messages taken on each lane and not yet handed to the
+    /// runtime (received, or large frames being received). Each holds a
+    /// buffer of up to the protocol's `max_frame_bytes`, so this bounds the
+    /// driver's receive memory; when a lane reaches it the driver stops
+    /// taking messages on that lane, and further messages wait in the
+    /// posted receives and inside MPI. The bound is per lane so large
+    /// action messages being received never keep a cancellation from being
+    /// handed out.
     pub max_pending_receives: usize,
     /// How many receives the driver keeps posted on each lane's tag, each
-    /// with a buffer of 16 KiB (a batch or a frame up to that size; longer
-    /// frames are announced and received apart): messages arriving are
-    /// received straight into them, with no probe. They are allocated once,
-    /// when the driver starts (2 x this x 16 KiB), and are not counted as
-    /// retained bytes. More messages than this wait inside MPI until a
-    /// slot is free again. At least one is posted.
+    /// with a buffer of 3,968 bytes (a batch, or a frame up to that size;
+    /// longer frames are announced and received apart): messages arriving
+    /// are received straight into them, with no probe. They are allocated
+    /// once, when the driver starts (2 x this x 3,968 bytes), and are not
+    /// counted as retained bytes. More messages than this wait inside MPI
+    /// until a slot is free again. At least one is posted. A rank that many
+    /// others send to at once (a coordinator) may want more.
     pub posted_receives: usize,
     /// The longest one idle wait parks when nothing arrives. MPI cannot
     /// wake a parked thread, so the driver spins briefly, then parks for a

@@ -5,25 +5,24 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::time::{Duration, Instant};
 
-use dinah_core::wire::Channel;
 use dinah_core::{ProtocolLimits, Rank, WorldSize};
 use dinah_std::transport::{
-    DownReason, DriverCounts, Liveness, Outgoing, PeerStatus, Refusals, TransportDriver,
-    TransportError, TransportEvent, TransportHandle,
+    DownReason, DriverCounts, Liveness, PeerStatus, Refusals, TransportDriver, TransportError,
+    TransportEvent, TransportHandle,
 };
-use mpi::traits::{Communicator, Source};
 
-use crate::coalesce::{Batch, Coalescer};
+use crate::coalesce::Coalescer;
 use crate::comm::{self, PrivateComm};
 use crate::config::MpiConfig;
-use crate::farewell;
-use crate::large;
 use crate::peers::{Notice, Peers};
 use crate::pool::BufferPool;
-use crate::posted::{Posted, Taken};
-use crate::receive::{Probe, Receives};
-use crate::send::{SendKind, Sends};
-use crate::tags::Stream;
+use crate::posted::Posted;
+use crate::receive::Receives;
+use crate::send::Sends;
+
+mod closing;
+mod receiving;
+mod sending;
 
 /// The error reported for a frame too long for an MPI count
 /// (`MPI_ERR_COUNT`; the protocol caps frames far below, so only a frame
@@ -45,42 +44,6 @@ const CLOSE_PROBE_INTERVAL: u64 = 16;
 /// receiving never does, and then the wait parks as usual.
 const BUSY_WHILE_STALLED: Duration = Duration::from_millis(10);
 
-/// How long closing waits, at least, for its cancelled receives to
-/// complete: cancelling a receive no message matched completes at once,
-/// so this only matters if MPI is slow to say so.
-const CANCEL_GRACE: Duration = Duration::from_millis(100);
-
-/// Posts the frames of `batch` to `to` as one message on `stream`; a
-/// message too large for a posted receive goes on the lane's large tag,
-/// announced on `stream` (see `large.rs`).
-fn post_batch(
-    sends: &mut Sends,
-    comm: &PrivateComm,
-    to: Rank,
-    stream: Stream,
-    channel: Channel,
-    batch: Batch,
-) {
-    let stream = if large::is_large(&batch.bytes) {
-        let announcement = large::announcement(batch.bytes.len());
-        sends.post(comm.get(), to, stream, announcement, SendKind::Internal);
-        stream.large()
-    } else {
-        stream
-    };
-    sends.post(
-        comm.get(),
-        to,
-        stream,
-        batch.bytes,
-        SendKind::Frames {
-            channel,
-            frames: batch.frames,
-            bytes: batch.frame_bytes,
-        },
-    );
-}
-
 /// The owner-thread side of the MPI transport, polled by the runtime.
 ///
 /// Built by [`MpiTransport::connect`](crate::MpiTransport::connect) on the
@@ -99,14 +62,15 @@ fn post_batch(
 /// queue holds; during a
 /// shutdown, once the handle is empty, post the goodbyes; then receive:
 /// on the control tag first, then the action tag, hand out completed
-/// messages and match new ones (matched probe plus immediate receive)
-/// until the event budget or the pending-receive bound is reached; close
-/// markers only once both lanes had nothing left to match (and, while
+/// messages and take new ones from the lane's posted receives (starting
+/// the receive of an announced large frame) until the event budget or the
+/// pending-receive bound is reached; close markers, found with a matched
+/// probe, only once both lanes had nothing left to take (and, while
 /// running, only every 16th poll: they are rare and an empty probe costs a
 /// round of MPI progress).
 ///
 /// MPI makes progress only inside MPI calls, so the driver cannot wake its
-/// owner: [`idle_wait`](TransportDriver::idle_wait) probes while it spins
+/// owner: [`idle_wait`](TransportDriver::idle_wait) tests while it spins
 /// and then parks only briefly (see [`MpiConfig::max_idle_park`]).
 ///
 /// # Dropping
@@ -320,341 +284,6 @@ impl MpiDriver {
         }
         progress
     }
-
-    /// Takes `channel`'s frames from the handle and posts them, while the
-    /// lane's in-flight bound and the event budget allow.
-    fn post_lane(&mut self, channel: Channel, out: &mut Out<'_>) -> bool {
-        let config = self.handle.config();
-        let limit = match channel {
-            Channel::Control => config.control_queue,
-            Channel::Action => config.action_queue,
-        };
-        let mut progress = false;
-        let stream = Stream::of(channel);
-        while !out.full() && self.sends.frames(channel) + self.coalescer.frames() < limit {
-            let Some(Outgoing { to, frame }) = self.handle.pop_outgoing(channel) else {
-                break;
-            };
-            progress = true;
-            let error = if self.handle.peer_status(to) == PeerStatus::Down || self.peers.is_down(to)
-            {
-                let reason = self
-                    .handle
-                    .down_reason(to)
-                    .unwrap_or(DownReason::LocalClose);
-                Some(TransportError::PeerDown { peer: to, reason })
-            } else if i32::try_from(frame.len()).is_err() {
-                Some(TransportError::Mpi { code: ERR_COUNT })
-            } else {
-                None
-            };
-            if let Some(error) = error {
-                self.handle.complete_send(frame.len(), false);
-                out.push(TransportEvent::SendFailed {
-                    to,
-                    channel,
-                    frame,
-                    error,
-                });
-                continue;
-            }
-            self.peers.on_sent(to, channel);
-            let Self {
-                coalescer,
-                sends,
-                comm,
-                buffers,
-                ..
-            } = self;
-            coalescer.push(to, frame, buffers, |to, batch| {
-                post_batch(sends, comm, to, stream, channel, batch);
-            });
-        }
-        let Self {
-            coalescer,
-            sends,
-            comm,
-            ..
-        } = self;
-        coalescer.flush(|to, batch| post_batch(sends, comm, to, stream, channel, batch));
-        progress
-    }
-
-    /// Posts the queued frames of both lanes, control first.
-    fn post_lanes(&mut self, out: &mut Out<'_>) -> bool {
-        let control = self.post_lane(Channel::Control, out);
-        self.post_lane(Channel::Action, out) || control
-    }
-
-    /// Every peer not down.
-    fn live_peers(&self) -> Vec<Rank> {
-        self.peers
-            .others()
-            .filter(|&peer| !self.peers.is_down(peer))
-            .collect()
-    }
-
-    /// Posts a goodbye on both lanes to every peer not down.
-    fn post_goodbyes(&mut self) {
-        for peer in self.live_peers() {
-            for channel in Channel::ALL {
-                let bytes = farewell::goodbye(self.me, self.peers.sent(peer, channel));
-                self.sends.post(
-                    self.comm.get(),
-                    peer,
-                    Stream::of(channel),
-                    bytes,
-                    SendKind::Internal,
-                );
-            }
-        }
-        self.phase = Phase::GoodbyeSent;
-    }
-
-    /// When a liveness check is due: reports the peers heard from for none
-    /// of the timeout down, and posts a heartbeat on the control tag to
-    /// every other peer (non-blocking sends; none after the goodbyes).
-    /// Returns whether it posted or changed anything.
-    fn keep_alive(&mut self, now: Instant) -> bool {
-        if self.liveness.next_check().is_none_or(|due| now < due) {
-            return false;
-        }
-        let mut silent = std::mem::take(&mut self.silent);
-        let beat = self.liveness.check(now, &mut silent);
-        let progress = beat || !silent.is_empty();
-        for peer in silent.drain(..) {
-            trace_event!(
-                tracing::Level::WARN,
-                rank = self.me.get(),
-                peer = peer.get(),
-                "dinah-mpi: liveness: nothing from the peer for the whole timeout"
-            );
-            self.peers.on_silence(peer);
-        }
-        self.silent = silent;
-        if beat && self.phase != Phase::GoodbyeSent {
-            for peer in self.live_peers() {
-                // Counted like any frame: the goodbye announces them all.
-                self.peers.on_sent(peer, Channel::Control);
-                self.sends.post(
-                    self.comm.get(),
-                    peer,
-                    Stream::of(Channel::Control),
-                    farewell::heartbeat(self.me),
-                    SendKind::Internal,
-                );
-            }
-        }
-        progress
-    }
-
-    /// Receives on both lanes (control first) and then the close markers;
-    /// what arrives is heard at `now`.
-    fn receive(&mut self, now: Instant, out: &mut Out<'_>) -> bool {
-        let mut progress = false;
-        let mut exhausted = true;
-        for channel in Channel::ALL {
-            let stream = Stream::of(channel);
-            loop {
-                progress |= self.take_frames(channel, now, out) > 0;
-                if out.full() || self.receives.len_of(stream) >= self.config.max_pending_receives {
-                    exhausted = false;
-                    break;
-                }
-                if !self.take_posted(stream) {
-                    break;
-                }
-                progress = true;
-            }
-        }
-        self.polls = self.polls.wrapping_add(1);
-        let close_due = self.phase != Phase::Running || self.polls % CLOSE_PROBE_INTERVAL == 0;
-        if exhausted && close_due {
-            progress |= self.receive_close_markers();
-        }
-        progress
-    }
-
-    /// Moves the earliest message that arrived in `stream`'s posted
-    /// receives into the stream's queue, or starts receiving the large
-    /// frame it announces. Returns whether there was one.
-    ///
-    /// An announced frame longer than the protocol allows (which no dinah
-    /// sender makes) is not received: its sender is reported down for a
-    /// protocol violation, and nothing is allocated for it.
-    fn take_posted(&mut self, stream: Stream) -> bool {
-        let Some((from, taken)) =
-            self.posted
-                .take(self.comm.get(), stream, self.world, &mut self.buffers)
-        else {
-            return false;
-        };
-        match taken {
-            Taken::Message(bytes) => self.receives.push_received(stream, from, bytes),
-            Taken::Announced(len) => match usize::try_from(len) {
-                Ok(len) if len <= self.limits.max_frame_bytes as usize => {
-                    self.receives.start_large(
-                        self.comm.get(),
-                        stream,
-                        from,
-                        len,
-                        &mut self.buffers,
-                    );
-                }
-                _ => self.peers.on_violation(from),
-            },
-        }
-        true
-    }
-
-    /// Hands out `channel`'s completed messages: goodbyes are absorbed,
-    /// frames become events. Returns how many events.
-    fn take_frames(&mut self, channel: Channel, now: Instant, out: &mut Out<'_>) -> usize {
-        let Self {
-            receives,
-            peers,
-            world,
-            limits,
-            frames_received,
-            bytes_received,
-            buffers,
-            liveness,
-            ..
-        } = self;
-        let (world, limits) = (*world, *limits);
-        let mut absorbed = false;
-        let stream = Stream::of(channel);
-        let counted = receives.take_ready(stream, true, out.left, buffers, |from, bytes| {
-            // Anything received is a sign of life.
-            liveness.heard(from, now);
-            if farewell::is_heartbeat(&bytes, channel, from, world, limits) {
-                peers.on_frame(from, channel);
-                absorbed = true;
-                return false;
-            }
-            if let Some(frames_sent) = farewell::parse_goodbye(&bytes, channel, from, world, limits)
-            {
-                peers.on_goodbye(from, channel, frames_sent);
-                absorbed = true;
-                return false;
-            }
-            peers.on_frame(from, channel);
-            *frames_received += 1;
-            *bytes_received += bytes.len() as u64;
-            out.push(TransportEvent::Frame {
-                from,
-                channel,
-                bytes,
-            });
-            true
-        });
-        counted + usize::from(absorbed)
-    }
-
-    /// Matches and applies the close markers waiting (at most one per peer
-    /// and poll, so the work is bounded).
-    fn receive_close_markers(&mut self) -> bool {
-        let mut progress = false;
-        for _ in 0..self.world.get() {
-            match self
-                .receives
-                .probe(self.comm.get(), Stream::Close, &mut self.buffers)
-            {
-                Probe::Empty => break,
-                Probe::Started { .. } => progress = true,
-            }
-        }
-        let Self {
-            receives,
-            peers,
-            sessions,
-            buffers,
-            ..
-        } = self;
-        receives.take_ready(Stream::Close, false, usize::MAX, buffers, |from, bytes| {
-            // A marker from an earlier transport on a reused communicator
-            // context carries another session number: ignored.
-            if let Some((session, lost)) = farewell::parse_close_marker(&bytes) {
-                if sessions.get(from.index()) == Some(&session) {
-                    peers.on_close(from, lost > 0);
-                }
-            }
-            true
-        });
-        progress
-    }
-
-    /// Is there anything for a poll to do? Tests the first posted receive
-    /// of each lane, probes the close tag as often as a poll does (see
-    /// [`CLOSE_PROBE_INTERVAL`]), and tests the requests in flight
-    /// (completing sends is itself progress).
-    fn mpi_ready(&mut self) -> bool {
-        let comm = self.comm.get();
-        self.idle_checks = self.idle_checks.wrapping_add(1);
-        let close_due =
-            self.phase != Phase::Running || self.idle_checks % CLOSE_PROBE_INTERVAL == 0;
-        self.posted.any_ready()
-            || (close_due
-                && comm
-                    .any_process()
-                    .immediate_probe_with_tag(Stream::Close.tag())
-                    .is_some())
-            || self.receives.poll_ready()
-            || self.sends.complete(&self.handle, &mut self.buffers) > 0
-    }
-
-    /// Gives up on everything MPI still holds (see [`TransportDriver::close`]):
-    /// with MPI `live`, the posted receives are cancelled first (given
-    /// until `deadline`, and at least [`CANCEL_GRACE`]).
-    fn abandon(&mut self, live: bool, deadline: Instant) {
-        let sends = self.sends.abandon(&self.handle);
-        let (_, receive_bytes) = self.receives.abandon();
-        let (_, posted_bytes) = if live {
-            self.posted
-                .cancel(deadline.max(Instant::now() + CANCEL_GRACE))
-        } else {
-            self.posted.abandon()
-        };
-        self.leaked.sends += sends.requests;
-        self.leaked.bytes += sends.bytes + receive_bytes + posted_bytes;
-    }
-
-    /// Closes without a clean drain: goodbyes (if not sent yet), sends given
-    /// until `deadline`, then a close marker to every live peer that still
-    /// expects something from this rank.
-    fn close_unclean(&mut self, deadline: Instant) {
-        if self.phase != Phase::GoodbyeSent {
-            self.post_goodbyes();
-        }
-        loop {
-            let _ = self.sends.complete(&self.handle, &mut self.buffers);
-            if self.sends.is_empty() || Instant::now() >= deadline {
-                break;
-            }
-            std::thread::yield_now();
-        }
-        let peers: Vec<Rank> = self
-            .peers
-            .others()
-            .filter(|&peer| !self.peers.is_down(peer))
-            .collect();
-        for peer in peers {
-            let lost = self.sends.pending_to(peer);
-            if self.peers.is_drained(peer) && lost == 0 {
-                // It said goodbye and will drain this rank from its goodbyes.
-                continue;
-            }
-            let marker = farewell::close_marker(self.session, lost);
-            self.sends.post(
-                self.comm.get(),
-                peer,
-                Stream::Close,
-                marker,
-                SendKind::Internal,
-            );
-        }
-        let _ = self.sends.complete(&self.handle, &mut self.buffers);
-    }
 }
 
 impl TransportDriver for MpiDriver {
@@ -799,7 +428,8 @@ impl TransportDriver for MpiDriver {
 
     /// Counts beyond the handle's (a frame taken from the handle stays
     /// counted there until its send completes): `in_flight_frames` are the
-    /// transport's own messages in flight (goodbyes, close markers) plus
+    /// transport's own messages in flight (goodbyes, heartbeats,
+    /// announcements of large frames, close markers) plus
     /// the sends abandoned by [`close`](Self::close); `retained_bytes` are
     /// theirs plus the pending receive buffers (leaked ones included).
     fn counts(&self) -> DriverCounts {

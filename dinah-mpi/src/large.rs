@@ -18,12 +18,10 @@
 //! of one (`coalesce.rs`), so every message of exactly that form is one.
 
 /// The bytes of the largest message a lane's tag carries: what each posted
-/// receive holds. Batches are smaller; a frame sent alone up to this long
-/// needs no announcement.
-pub(crate) const SLOT: usize = 16 * 1024;
-
-// Every batch fits a posted receive.
-const _: () = assert!(SLOT >= crate::coalesce::MAX_BATCH_BYTES);
+/// receive holds. It is the batch bound, which keeps such a message
+/// within the common eager limits, so a posted receive completes as soon
+/// as its message is matched; anything longer is announced.
+pub(crate) const SLOT: usize = crate::coalesce::MAX_BATCH_BYTES;
 
 /// How an announcement starts. It differs from a batch's; a frame that
 /// starts with it is never sent as it is (see the module docs).

@@ -10,8 +10,9 @@
 //! [`TransportDriver`](dinah_std::transport::TransportDriver) with
 //! nonblocking MPI only: immediate sends of owned frames (small frames to
 //! one peer batched into one message per poll) tracked until
-//! `MPI_Test` completes them, matched probes plus immediate receives per
-//! lane (control before action), goodbyes with per-lane frame counts for a
+//! `MPI_Test` completes them, receives kept posted on each lane (control
+//! before action; frames over 3,968 bytes announced and received apart),
+//! goodbyes with per-lane frame counts for a
 //! clean drain. It never blocks in an MPI call, never runs a collective
 //! after bootstrap and never finalises MPI.
 //!

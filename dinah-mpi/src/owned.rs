@@ -146,11 +146,15 @@ impl OwnedRequest {
         }
     }
 
-    /// Tests the request without blocking. Returns its buffer, holding the
-    /// bytes received, the first time it finds the request complete;
-    /// `None` while it is incomplete and after the buffer was handed out.
+    /// Tests the request without blocking. Returns its buffer, cut to the
+    /// bytes received (a message shorter than the buffer leaves no
+    /// padding), the first time it finds the request complete; `None`
+    /// while it is incomplete and after the buffer was handed out.
     pub(crate) fn test(&mut self) -> Option<Vec<u8>> {
-        self.test_arrival().map(|arrival| arrival.buffer)
+        self.test_arrival().map(|mut arrival| {
+            arrival.buffer.truncate(arrival.len);
+            arrival.buffer
+        })
     }
 
     /// As [`test`](Self::test), with where the message came from and how

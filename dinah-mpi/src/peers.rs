@@ -44,6 +44,8 @@ struct Peer {
     drained: bool,
     closed: bool,
     down: bool,
+    /// It broke the transport's protocol: nothing more from it is taken.
+    violated: bool,
 }
 
 /// The peer table of one driver (its own rank has an entry, never used).
@@ -130,9 +132,15 @@ impl Peers {
 
     /// `peer` sent what no dinah transport sends (a large frame past the
     /// protocol's bound): it is reported down, unless it drained or is
-    /// down already.
+    /// down already, and is marked so that nothing more from it is taken.
     pub(crate) fn on_violation(&mut self, peer: Rank) {
+        self.peers[peer.index()].violated = true;
         self.fail(peer, DownReason::ProtocolViolation);
+    }
+
+    /// Did `peer` break the transport's protocol?
+    pub(crate) fn violated(&self, peer: Rank) -> bool {
+        self.peers[peer.index()].violated
     }
 
     fn fail(&mut self, peer: Rank, reason: DownReason) {

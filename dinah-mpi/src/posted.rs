@@ -1,18 +1,21 @@
 //! Receives kept posted on each lane's tag, from any source.
 //!
-//! A matched probe per message (`MPI_Improbe`, then `MPI_Imrecv`) costs
-//! two MPI calls and a round of the library's progress before a message
-//! is even being received. Instead the driver keeps a ring of immediate
-//! receives (`MPI_Irecv` from `MPI_ANY_SOURCE`) posted on each lane's
-//! tag, each into a buffer of [`SLOT`] bytes, the most a message on a
-//! lane's tag carries (longer frames are announced, see `large.rs`). A
-//! message that arrives is received straight into the first free posted
-//! buffer, and finding it is one `MPI_Test` of the ring's first request.
+//! The driver keeps a ring of immediate receives (`MPI_Irecv` from
+//! `MPI_ANY_SOURCE`) posted on each lane's tag, each into a buffer of
+//! [`SLOT`] bytes, the most a message on a lane's tag carries (longer
+//! frames are announced, see `large.rs`). A message that arrives is
+//! received straight into the first free posted buffer, and finding it is
+//! one `MPI_Test` of the ring's first request, where a matched probe
+//! (`MPI_Improbe`, then `MPI_Imrecv`) would cost two calls and a round of
+//! the library's progress before the message were even being received.
 //!
 //! MPI matches a tag's messages to the receives posted for it in the order
 //! they were posted, and one source's messages in the order they were
 //! sent. So the ring's first receive always holds the earliest message
 //! matched, and taking messages from the front keeps each source's order.
+//! It also means a first receive that is matched but incomplete holds up
+//! every later one; every message on a lane's tag is therefore within the
+//! common eager limits (see [`SLOT`]), so it is whole once matched.
 //! A taken message is copied out of its slot (into a frame buffer, or a
 //! batch buffer for a batch), and the slot's receive is posted again at
 //! the back of the ring with the same buffer, so the ring never allocates
@@ -127,23 +130,16 @@ impl Ring {
         Some((from, taken))
     }
 
-    /// Cancels every posted receive; see [`Posted::cancel`].
-    fn cancel(&mut self, until: Instant) -> (u64, u64) {
-        self.arrived = None;
-        self.slots.iter().for_each(OwnedRequest::cancel);
-        loop {
-            self.slots.retain_mut(|slot| slot.test_arrival().is_none());
-            if self.slots.is_empty() || Instant::now() >= until {
-                break;
-            }
-            std::thread::yield_now();
-        }
-        let leaked = self.slots.len() as u64;
-        // Dropping an incomplete request forgets it and leaks its buffer.
-        self.slots.clear();
-        (leaked, leaked * SLOT as u64)
+    /// Tests every slot once; drops the completed ones.
+    fn test_all(&mut self) {
+        self.slots.retain_mut(|slot| slot.test_arrival().is_none());
     }
 }
+
+/// How many rounds of tests a close gives its cancelled receives whatever
+/// its deadline (they cost no waiting): cancelling a receive that nothing
+/// matched completes at the first.
+const CANCEL_ROUNDS: u32 = 64;
 
 /// The rings of posted receives of both lanes.
 #[derive(Debug)]
@@ -187,13 +183,32 @@ impl Posted {
         self.rings[1].ready() || control
     }
 
-    /// Cancels every posted receive and tests them until they completed
-    /// or `until` passed (a message that arrived before the cancellation
-    /// is dropped: the transport is closing). Returns the receives that
-    /// did not complete, and their bytes, which are leaked.
-    pub(crate) fn cancel(&mut self, until: Instant) -> (u64, u64) {
-        let (control, action) = (self.rings[0].cancel(until), self.rings[1].cancel(until));
-        (control.0 + action.0, control.1 + action.1)
+    /// Cancels every posted receive of both lanes and tests them until
+    /// they completed, for [`CANCEL_ROUNDS`] rounds and then until
+    /// `deadline` (a message that arrived before the cancellation is
+    /// dropped: the transport is closing). Returns the receives that did
+    /// not complete, and their bytes, which are leaked.
+    pub(crate) fn cancel(&mut self, deadline: Instant) -> (u64, u64) {
+        for ring in &mut self.rings {
+            ring.arrived = None;
+            ring.slots.iter().for_each(OwnedRequest::cancel);
+        }
+        let mut rounds = 0;
+        loop {
+            self.rings.iter_mut().for_each(Ring::test_all);
+            rounds += 1;
+            if self.rings.iter().all(|ring| ring.slots.is_empty()) {
+                break;
+            }
+            if rounds >= CANCEL_ROUNDS {
+                if Instant::now() >= deadline {
+                    break;
+                }
+                std::thread::yield_now();
+            }
+        }
+        // Dropping an incomplete request forgets it and leaks its buffer.
+        self.abandon()
     }
 
     /// Forgets every posted receive without an MPI call (MPI is finalised

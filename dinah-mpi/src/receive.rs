@@ -53,7 +53,7 @@ struct Pending {
 #[derive(Debug)]
 pub(crate) struct Receives {
     world: WorldSize,
-    /// Per [`Stream::index`], in the order MPI matched them.
+    /// Per [`Stream::index`], in the order they were taken or matched.
     pending: [VecDeque<Pending>; Stream::COUNT],
     bytes: u64,
     /// Scratch: sources whose earliest pending message is incomplete.

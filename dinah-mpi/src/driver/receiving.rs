@@ -1,0 +1,181 @@
+//! The receiving half of a poll: messages taken from the posted receives
+//! and handed out in order, large frames received apart, close markers,
+//! and the idle check's look for anything to do.
+
+use std::time::Instant;
+
+use dinah_core::wire::Channel;
+use dinah_std::transport::TransportEvent;
+use mpi::traits::{Communicator, Source};
+
+use super::{CLOSE_PROBE_INTERVAL, MpiDriver, Out, Phase};
+use crate::farewell;
+use crate::posted::Taken;
+use crate::receive::Probe;
+use crate::tags::Stream;
+
+impl MpiDriver {
+    /// Receives on both lanes (control first) and then the close markers;
+    /// what arrives is heard at `now`.
+    pub(super) fn receive(&mut self, now: Instant, out: &mut Out<'_>) -> bool {
+        let mut progress = false;
+        let mut exhausted = true;
+        for channel in Channel::ALL {
+            let stream = Stream::of(channel);
+            loop {
+                progress |= self.take_frames(channel, now, out) > 0;
+                if out.full() || self.receives.len_of(stream) >= self.config.max_pending_receives {
+                    exhausted = false;
+                    break;
+                }
+                if !self.take_posted(stream) {
+                    break;
+                }
+                progress = true;
+            }
+        }
+        self.polls = self.polls.wrapping_add(1);
+        let close_due = self.phase != Phase::Running || self.polls % CLOSE_PROBE_INTERVAL == 0;
+        if exhausted && close_due {
+            progress |= self.receive_close_markers();
+        }
+        progress
+    }
+
+    /// Moves the earliest message that arrived in `stream`'s posted
+    /// receives into the stream's queue, or starts receiving the large
+    /// frame it announces. Returns whether there was one.
+    ///
+    /// An announced frame longer than the protocol allows (which no dinah
+    /// sender makes) is not received: its sender is reported down for a
+    /// protocol violation, and nothing is allocated for it. Its frame stays
+    /// unreceived on the large tag, where it would be matched by the next
+    /// large receive from that rank, so nothing more from that rank is
+    /// taken: its messages are dropped as they arrive.
+    fn take_posted(&mut self, stream: Stream) -> bool {
+        let Some((from, taken)) =
+            self.posted
+                .take(self.comm.get(), stream, self.world, &mut self.buffers)
+        else {
+            return false;
+        };
+        if self.peers.violated(from) {
+            if let Taken::Message(bytes) = taken {
+                self.buffers.give(bytes);
+            }
+            return true;
+        }
+        match taken {
+            Taken::Message(bytes) => self.receives.push_received(stream, from, bytes),
+            Taken::Announced(len) => match usize::try_from(len) {
+                Ok(len) if len <= self.limits.max_frame_bytes as usize => {
+                    self.receives.start_large(
+                        self.comm.get(),
+                        stream,
+                        from,
+                        len,
+                        &mut self.buffers,
+                    );
+                }
+                _ => self.peers.on_violation(from),
+            },
+        }
+        true
+    }
+
+    /// Hands out `channel`'s completed messages: goodbyes are absorbed,
+    /// frames become events. Returns how many events.
+    fn take_frames(&mut self, channel: Channel, now: Instant, out: &mut Out<'_>) -> usize {
+        let Self {
+            receives,
+            peers,
+            world,
+            limits,
+            frames_received,
+            bytes_received,
+            buffers,
+            liveness,
+            ..
+        } = self;
+        let (world, limits) = (*world, *limits);
+        let mut absorbed = false;
+        let stream = Stream::of(channel);
+        let counted = receives.take_ready(stream, true, out.left, buffers, |from, bytes| {
+            // Anything received is a sign of life.
+            liveness.heard(from, now);
+            if farewell::is_heartbeat(&bytes, channel, from, world, limits) {
+                peers.on_frame(from, channel);
+                absorbed = true;
+                return false;
+            }
+            if let Some(frames_sent) = farewell::parse_goodbye(&bytes, channel, from, world, limits)
+            {
+                peers.on_goodbye(from, channel, frames_sent);
+                absorbed = true;
+                return false;
+            }
+            peers.on_frame(from, channel);
+            *frames_received += 1;
+            *bytes_received += bytes.len() as u64;
+            out.push(TransportEvent::Frame {
+                from,
+                channel,
+                bytes,
+            });
+            true
+        });
+        counted + usize::from(absorbed)
+    }
+
+    /// Matches and applies the close markers waiting (at most one per peer
+    /// and poll, so the work is bounded).
+    fn receive_close_markers(&mut self) -> bool {
+        let mut progress = false;
+        for _ in 0..self.world.get() {
+            match self
+                .receives
+                .probe(self.comm.get(), Stream::Close, &mut self.buffers)
+            {
+                Probe::Empty => break,
+                Probe::Started { .. } => progress = true,
+            }
+        }
+        let Self {
+            receives,
+            peers,
+            sessions,
+            buffers,
+            ..
+        } = self;
+        receives.take_ready(Stream::Close, false, usize::MAX, buffers, |from, bytes| {
+            // A marker from an earlier transport on a reused communicator
+            // context carries another session number: ignored.
+            if let Some((session, lost)) = farewell::parse_close_marker(&bytes) {
+                if sessions.get(from.index()) == Some(&session) {
+                    peers.on_close(from, lost > 0);
+                }
+            }
+            true
+        });
+        progress
+    }
+
+    /// Is there anything for a poll to do? Tests the first posted receive
+    /// of each lane, probes the close tag as often as a poll does (see
+    /// [`CLOSE_PROBE_INTERVAL`]), and tests the requests in flight
+    /// (completing sends is itself progress).
+    pub(super) fn mpi_ready(&mut self) -> bool {
+        let comm = self.comm.get();
+        self.idle_checks = self.idle_checks.wrapping_add(1);
+        let close_due =
+            self.phase != Phase::Running || self.idle_checks % CLOSE_PROBE_INTERVAL == 0;
+        self.posted.any_ready()
+            || (close_due
+                && comm
+                    .any_process()
+                    .immediate_probe_with_tag(Stream::Close.tag())
+                    .is_some())
+            || self.receives.poll_ready()
+            || self.sends.complete(&self.handle, &mut self.buffers) > 0
+    }
+}
