@@ -181,3 +181,17 @@ impl fmt::Debug for PrivateComm {
             .finish()
     }
 }
+
+/// The rank `source` (as MPI reports a message's sender) of a communicator
+/// of `world` ranks.
+///
+/// # Panics
+///
+/// If `source` is outside the communicator, which MPI never reports for a
+/// received message.
+pub(crate) fn rank_in(world: dinah_core::WorldSize, source: mpi::Rank) -> dinah_core::Rank {
+    u32::try_from(source)
+        .ok()
+        .and_then(|rank| world.rank(rank).ok())
+        .expect("MPI reports a source inside the communicator")
+}

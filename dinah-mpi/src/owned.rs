@@ -213,7 +213,7 @@ pub(crate) struct Arrival {
 
 /// The bytes a completed receive's status reports; a negative count
 /// (`MPI_UNDEFINED`, which bytes never give) reads as zero.
-fn received_len(status: &Status) -> usize {
+pub(crate) fn received_len(status: &Status) -> usize {
     usize::try_from(status.count(u8::equivalent_datatype())).unwrap_or(0)
 }
 

@@ -108,10 +108,7 @@ impl Ring {
             return None;
         }
         let arrival = self.arrived.take()?;
-        let from = u32::try_from(arrival.source)
-            .ok()
-            .and_then(|rank| world.rank(rank).ok())
-            .expect("MPI reports a source inside the communicator");
+        let from = crate::comm::rank_in(world, arrival.source);
         let message = &arrival.buffer[..arrival.len.min(SLOT)];
         let taken = if let Some(len) = large::announced(message) {
             Taken::Announced(len)

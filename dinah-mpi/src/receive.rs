@@ -28,12 +28,12 @@ use std::collections::VecDeque;
 
 use dinah_core::Rank;
 use dinah_core::WorldSize;
-use mpi::datatype::Equivalence;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::{Communicator, Source};
 
 use crate::coalesce::{Unbatch, is_batch};
-use crate::owned::OwnedRequest;
+use crate::comm;
+use crate::owned::{OwnedRequest, received_len};
 use crate::pool::BufferPool;
 use crate::tags::Stream;
 
@@ -99,35 +99,30 @@ impl Receives {
         else {
             return Probe::Empty;
         };
-        // A count never exceeds `i32::MAX`; a negative one (MPI_UNDEFINED)
-        // cannot happen for bytes, and would receive nothing.
-        let len = usize::try_from(status.count(u8::equivalent_datatype())).unwrap_or(0);
-        let from = u32::try_from(status.source_rank())
-            .ok()
-            .and_then(|rank| self.world.rank(rank).ok())
-            .expect("MPI reports a source inside the communicator");
+        let len = received_len(&status);
+        let from = comm::rank_in(self.world, status.source_rank());
         let request = OwnedRequest::receive(message, pool.take_len(len));
-        // A pooled buffer occupies its whole capacity, whatever the length.
-        self.bytes += request.capacity() as u64;
+        self.queue(stream, from, request, None);
+        Probe::Started { from, len }
+    }
+
+    /// Queues a message behind `stream`'s earlier ones: being received by
+    /// `request`, or received already (`done`). Its buffer counts whole,
+    /// whatever the message's length.
+    fn queue(&mut self, stream: Stream, from: Rank, request: OwnedRequest, done: Option<Vec<u8>>) {
+        self.bytes += done.as_ref().map_or(request.capacity(), Vec::capacity) as u64;
         self.pending[stream.index()].push_back(Pending {
             from,
             request,
-            done: None,
+            done,
             unbatch: Unbatch::Start,
         });
-        Probe::Started { from, len }
     }
 
     /// Queues `bytes`, a message from `from` on `stream` already received
     /// (taken from a posted receive), behind the stream's earlier ones.
     pub(crate) fn push_received(&mut self, stream: Stream, from: Rank, bytes: Vec<u8>) {
-        self.bytes += bytes.capacity() as u64;
-        self.pending[stream.index()].push_back(Pending {
-            from,
-            request: OwnedRequest::done(),
-            done: Some(bytes),
-            unbatch: Unbatch::Start,
-        });
+        self.queue(stream, from, OwnedRequest::done(), Some(bytes));
     }
 
     /// Starts receiving the large frame of `len` bytes that `from`
@@ -148,13 +143,7 @@ impl Receives {
             stream.large().tag(),
             pool.take_len(len),
         );
-        self.bytes += request.capacity() as u64;
-        self.pending[stream.index()].push_back(Pending {
-            from,
-            request,
-            done: None,
-            unbatch: Unbatch::Start,
-        });
+        self.queue(stream, from, request, None);
     }
 
     /// Tests the incomplete receives of every stream (without handing
