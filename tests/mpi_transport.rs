@@ -2,7 +2,8 @@
 //! alone (frames of every size, request and buffer reuse, counts back to
 //! zero, small frames sent in batches and handed out one per poll, each
 //! peer's advertised admission capacity, the control lane passing a
-//! saturated action lane), a clean
+//! saturated action lane, a peer that announces a frame past the bound
+//! reported down for a protocol violation), a clean
 //! runtime shutdown with an all-zero report, incompatible and late ranks
 //! at bootstrap (a typed error on every rank, never a hang), deadlines and
 //! cancellations that overtake their requests, a rank stopped with
@@ -36,8 +37,8 @@ use dinah::mpi::mpi::topology::SimpleCommunicator;
 use dinah::mpi::mpi::traits::{Communicator, CommunicatorCollectives};
 use dinah::mpi::{MpiConfig, MpiDriver, MpiError, MpiTransport};
 use dinah::std::transport::{
-    Channel, DriverCounts, HandleConfig, PeerStatus, TransportDriver, TransportEvent,
-    TransportHandle, TransportHello,
+    Channel, DownReason, DriverCounts, HandleConfig, PeerStatus, TransportDriver, TransportError,
+    TransportEvent, TransportHandle, TransportHello,
 };
 use dinah::std::{
     Action, CodecError, Runtime, RuntimeBuilder, RuntimeError, SegmentReader, SegmentWriter,
@@ -66,6 +67,10 @@ fn main() {
         control_passes_a_saturated_action_lane,
     );
     mpi.step("flush_posts_queued_frames", flush_posts_queued_frames);
+    mpi.step(
+        "an_oversized_announcement_is_a_protocol_violation",
+        an_oversized_announcement_is_a_protocol_violation,
+    );
     mpi.step(
         "clean_shutdown_reports_all_zero",
         clean_shutdown_reports_all_zero,
@@ -534,6 +539,83 @@ fn control_passes_a_saturated_action_lane(world: &SimpleCommunicator) {
     }
     assert_all_zero(shut_down(driver, drained), "after the flood");
     assert_handle_empty(&handle, "after the flood");
+}
+
+/// Rank 1 breaks the protocol: it announces to rank 0 an action frame one
+/// byte longer than `max_frame_bytes`, which no dinah sender does, then
+/// sends an ordinary frame. Rank 0 reports rank 1 down for a protocol
+/// violation without receiving the announced frame, and hands over
+/// nothing more from rank 1, not even the ordinary frame that came after.
+/// Nobody drains (rank 1 never learns that rank 0 gave up on it): every
+/// rank closes. With one rank there is nobody to break the protocol, and
+/// the step does nothing.
+fn an_oversized_announcement_is_a_protocol_violation(world: &SimpleCommunicator) {
+    let (me, size) = rank_of(world);
+    if size < 2 {
+        return;
+    }
+    let (handle, mut driver) = connect_bare(world, HandleConfig::default());
+    let w = driver.world();
+    let (zero, one) = (w.rank(0).unwrap(), w.rank(1).unwrap());
+    let mut from_one = Vec::new();
+    let mut down = None;
+    // What rank 1's messages became at rank 0.
+    let mut note = |events: &mut Vec<TransportEvent>| -> bool {
+        for event in events.drain(..) {
+            match event {
+                TransportEvent::Frame { from, bytes, .. } if from == one => from_one.push(bytes),
+                TransportEvent::PeerDown { peer, error } if peer == one => down = Some(error),
+                _ => {}
+            }
+        }
+        down.is_some()
+    };
+    if me == 1 {
+        let too_long = u64::from(ProtocolLimits::DEFAULT.max_frame_bytes) + 1;
+        driver.send_announcement_for_tests(zero, Channel::Action, too_long);
+        handle
+            .try_send(zero, Channel::Action, b"after the violation".to_vec())
+            .expect("queued");
+        poll_until(
+            &mut driver,
+            "the ordinary frame sent",
+            64,
+            |driver, events| {
+                events.clear();
+                let counts = driver.handle().counts();
+                counts.queued_action == 0 && counts.in_flight == 0
+            },
+        );
+    }
+    // Both of rank 1's messages are with MPI before rank 0 looks.
+    world.barrier();
+    if me == 0 {
+        poll_until(&mut driver, "rank 1 down", 64, |_, events| note(events));
+        // Whatever rank 1 sent after the announcement arrives and is dropped.
+        let start = Instant::now();
+        poll_until(&mut driver, "a quiet while", 64, |_, events| {
+            note(events);
+            start.elapsed() > Duration::from_millis(200)
+        });
+        assert!(
+            matches!(
+                down,
+                Some(TransportError::PeerDown {
+                    reason: DownReason::ProtocolViolation,
+                    ..
+                })
+            ),
+            "rank 0: rank 1 went down for another cause: {down:?}"
+        );
+        assert!(
+            from_one.is_empty(),
+            "rank 0: frames from rank 1 were handed over: {from_one:?}"
+        );
+        assert_eq!(handle.peer_status(one), PeerStatus::Down);
+        println!("mpi_transport: rank 1 down for a protocol violation, nothing of it handed over");
+    }
+    world.barrier();
+    driver.close(Instant::now() + Duration::from_secs(1));
 }
 
 // ---------------------------------------------------------------------------

@@ -23,6 +23,8 @@ use crate::send::Sends;
 mod closing;
 mod receiving;
 mod sending;
+#[cfg(feature = "testing")]
+mod testing;
 
 /// The error reported for a frame too long for an MPI count
 /// (`MPI_ERR_COUNT`; the protocol caps frames far below, so only a frame

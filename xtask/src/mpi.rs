@@ -202,15 +202,16 @@ pub(crate) fn test_names() -> Result<Vec<String>> {
         .collect())
 }
 
-/// Builds one test target of the root package with the `mpi` feature
-/// against `library` and returns its executable.
+/// Builds one test target of the root package with the `mpi` feature and
+/// the MPI transport's test hooks (`mpi-testing`) against `library`, and
+/// returns its executable.
 fn build_test(lane: &LaneRun, library: Library, name: &str) -> Result<PathBuf> {
     let json = library
         .cargo_env(lane.cargo([
             "test",
             "--no-run",
             "--features",
-            "mpi",
+            "mpi-testing",
             "--message-format=json",
             "--test",
             name,
