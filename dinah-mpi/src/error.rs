@@ -43,6 +43,17 @@ pub enum MpiError {
         /// What was wrong with it.
         error: HelloError,
     },
+    /// A peer's MPI transport frames its messages another way (a build of
+    /// `dinah-mpi` with another framing version): the two would misread
+    /// each other.
+    FramingMismatch {
+        /// The peer.
+        peer: Rank,
+        /// This rank's framing version.
+        ours: u32,
+        /// The peer's.
+        theirs: u32,
+    },
     /// A peer's hello claims another rank than the one MPI says sent it.
     WrongSender {
         /// The rank MPI reports as the source.
@@ -76,6 +87,7 @@ impl MpiError {
     pub fn peer(&self) -> Option<Rank> {
         match *self {
             Self::BadHello { peer, .. }
+            | Self::FramingMismatch { peer, .. }
             | Self::DuplicateHello { peer }
             | Self::Handshake { peer, .. } => Some(peer),
             Self::WrongSender { source, .. } => Some(source),
@@ -102,6 +114,10 @@ impl fmt::Display for MpiError {
             }
             Self::InvalidHello(error) => write!(f, "cannot build this rank's hello: {error}"),
             Self::BadHello { peer, error } => write!(f, "invalid hello from {peer}: {error}"),
+            Self::FramingMismatch { peer, ours, theirs } => write!(
+                f,
+                "{peer} runs mpi transport framing version {theirs}, this rank {ours}"
+            ),
             Self::WrongSender { source, claimed } => {
                 write!(f, "the hello from {source} claims to come from {claimed}")
             }
@@ -156,6 +172,11 @@ mod tests {
                 peer,
                 error: HelloError::ReservedNotZero,
             },
+            MpiError::FramingMismatch {
+                peer,
+                ours: 2,
+                theirs: 3,
+            },
             MpiError::WrongSender {
                 source: peer,
                 claimed: Rank::ZERO,
@@ -180,5 +201,15 @@ mod tests {
         );
         assert!(std::error::Error::source(&handshake).is_some());
         assert_eq!(MpiError::SetupTimeout { missing_peers: 1 }.peer(), None);
+        let framing = MpiError::FramingMismatch {
+            peer,
+            ours: 2,
+            theirs: 3,
+        };
+        assert_eq!(framing.peer(), Some(peer));
+        assert!(
+            framing.to_string().contains("framing version 3"),
+            "{framing}"
+        );
     }
 }

@@ -4,11 +4,18 @@
 //! The message on the hello tag is the [`HELLO_LEN`]-byte [`Hello`] record
 //! of `dinah_core::wire` (run ID, rank, world size, protocol version and
 //! limits, registry fingerprint, admission capacity) followed by the
-//! sender's **session
-//! number** (a little-endian `u64`, unique per transport within a
-//! process). Close markers carry the session number too, so a marker left
-//! over from an earlier transport on a reused communicator context is
-//! recognised and ignored.
+//! sender's **session number** (a little-endian `u64`, unique per
+//! transport within a process) and the [`FRAMING_VERSION`] of its MPI
+//! transport (a little-endian `u32`). Close markers carry the session
+//! number too, so a marker left over from an earlier transport on a reused
+//! communicator context is recognised and ignored.
+//!
+//! The protocol version in the record covers the frames; the framing
+//! version covers what only this transport puts around them (batches,
+//! announcements and the large tags, goodbyes, close markers), so two
+//! builds of `dinah-mpi` that would misread each other's messages refuse
+//! each other at the hello instead. A build from before the framing
+//! version sends a shorter hello, which is refused for its length.
 //!
 //! A rank judges only after it has every peer's hello (or the deadline
 //! passed), and [`verdict`] looks at all of them, so an incompatibility is
@@ -30,8 +37,22 @@ use crate::receive::{Probe, Receives};
 use crate::send::{SendKind, Sends};
 use crate::tags::Stream;
 
-/// The length of a hello message: the record plus the session number.
-pub(crate) const HELLO_MESSAGE_LEN: usize = HELLO_LEN + 8;
+/// The version of the MPI transport's own framing (see the module docs).
+/// It changes whenever a change to this crate would make two builds
+/// misread each other's messages. Version 2 is the one of the posted
+/// receives: batches of at most 3,968 bytes on a lane's tag, longer frames
+/// announced there and sent on the lane's large tag.
+pub(crate) const FRAMING_VERSION: u32 = 2;
+
+/// The length of a hello message: the record, the session number and the
+/// framing version.
+pub(crate) const HELLO_MESSAGE_LEN: usize = HELLO_LEN + 8 + 4;
+
+/// Where the session number starts in a hello message.
+const SESSION_AT: usize = HELLO_LEN;
+
+/// Where the framing version starts in a hello message.
+const FRAMING_AT: usize = HELLO_LEN + 8;
 
 /// Session numbers handed out in this process.
 ///
@@ -46,28 +67,53 @@ pub(crate) fn next_session() -> u64 {
     SESSIONS.fetch_add(1, Ordering::Relaxed)
 }
 
-/// The hello message: `hello`'s record, then `session`.
+/// The hello message: `hello`'s record, then `session`, then
+/// [`FRAMING_VERSION`].
 pub(crate) fn encode(hello: &Hello, session: u64) -> [u8; HELLO_MESSAGE_LEN] {
+    encode_with_framing(hello, session, FRAMING_VERSION)
+}
+
+/// The hello message of a transport of framing version `framing`.
+fn encode_with_framing(hello: &Hello, session: u64, framing: u32) -> [u8; HELLO_MESSAGE_LEN] {
     let mut out = [0; HELLO_MESSAGE_LEN];
-    out[..HELLO_LEN].copy_from_slice(&hello.encode());
-    out[HELLO_LEN..].copy_from_slice(&session.to_le_bytes());
+    out[..SESSION_AT].copy_from_slice(&hello.encode());
+    out[SESSION_AT..FRAMING_AT].copy_from_slice(&session.to_le_bytes());
+    out[FRAMING_AT..].copy_from_slice(&framing.to_le_bytes());
     out
 }
 
-/// Decodes a hello message.
+/// A decoded hello message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Decoded {
+    /// The record.
+    pub(crate) hello: Hello,
+    /// The sender's session number.
+    pub(crate) session: u64,
+    /// The sender's framing version.
+    pub(crate) framing: u32,
+}
+
+/// Decodes a hello message (of any framing version: the caller judges
+/// it).
 ///
 /// # Errors
 ///
 /// [`HelloError::WrongLength`] unless it is [`HELLO_MESSAGE_LEN`] bytes,
 /// or whatever [`Hello::decode`] finds wrong with the record.
-pub(crate) fn decode(bytes: &[u8]) -> Result<(Hello, u64), HelloError> {
-    if bytes.len() != HELLO_MESSAGE_LEN {
+pub(crate) fn decode(bytes: &[u8]) -> Result<Decoded, HelloError> {
+    let Ok(bytes) = <&[u8; HELLO_MESSAGE_LEN]>::try_from(bytes) else {
         return Err(HelloError::WrongLength { len: bytes.len() });
-    }
-    let hello = Hello::decode(&bytes[..HELLO_LEN])?;
+    };
+    let hello = Hello::decode(&bytes[..SESSION_AT])?;
     let mut session = [0; 8];
-    session.copy_from_slice(&bytes[HELLO_LEN..]);
-    Ok((hello, u64::from_le_bytes(session)))
+    session.copy_from_slice(&bytes[SESSION_AT..FRAMING_AT]);
+    let mut framing = [0; 4];
+    framing.copy_from_slice(&bytes[FRAMING_AT..]);
+    Ok(Decoded {
+        hello,
+        session: u64::from_le_bytes(session),
+        framing: u32::from_le_bytes(framing),
+    })
 }
 
 /// What arrived from one peer.
@@ -77,10 +123,25 @@ pub(crate) enum Slot {
     Missing,
     /// A valid record and its session number.
     Hello(Hello, u64),
+    /// A valid message from a transport of another framing version (the
+    /// version it names).
+    OtherFraming(u32),
     /// Bytes that are not a hello message.
     Bad(HelloError),
     /// More than one message.
     Duplicate,
+}
+
+impl Slot {
+    /// The slot of a message that decoded: its hello, if its framing is
+    /// this transport's.
+    fn of(decoded: Decoded) -> Self {
+        if decoded.framing == FRAMING_VERSION {
+            Self::Hello(decoded.hello, decoded.session)
+        } else {
+            Self::OtherFraming(decoded.framing)
+        }
+    }
 }
 
 /// Judges every peer's slot against this rank's hello (`slots` is
@@ -90,9 +151,9 @@ pub(crate) enum Slot {
 ///
 /// # Errors
 ///
-/// [`MpiError::BadHello`], [`MpiError::DuplicateHello`],
-/// [`MpiError::Handshake`], [`MpiError::WrongSender`] or
-/// [`MpiError::SetupTimeout`].
+/// [`MpiError::BadHello`], [`MpiError::FramingMismatch`],
+/// [`MpiError::DuplicateHello`], [`MpiError::Handshake`],
+/// [`MpiError::WrongSender`] or [`MpiError::SetupTimeout`].
 pub(crate) fn verdict(
     mine: &Hello,
     world: WorldSize,
@@ -107,6 +168,13 @@ pub(crate) fn verdict(
         match *slot {
             Slot::Missing => missing += 1,
             Slot::Bad(error) => return Err(MpiError::BadHello { peer, error }),
+            Slot::OtherFraming(theirs) => {
+                return Err(MpiError::FramingMismatch {
+                    peer,
+                    ours: FRAMING_VERSION,
+                    theirs,
+                });
+            }
             Slot::Duplicate => return Err(MpiError::DuplicateHello { peer }),
             Slot::Hello(hello, session) => {
                 check_compatible(mine, &hello)
@@ -200,11 +268,11 @@ pub(crate) fn exchange(
             |from, bytes| {
                 let slot = &mut slots[from.index()];
                 *slot = match (*slot, decode(&bytes)) {
-                    (Slot::Missing, Ok((hello, session))) => Slot::Hello(hello, session),
+                    (Slot::Missing, Ok(decoded)) => Slot::of(decoded),
                     (Slot::Missing, Err(error)) => Slot::Bad(error),
                     _ => Slot::Duplicate,
                 };
-                left -= usize::from(matches!(*slot, Slot::Hello(..) | Slot::Bad(_)));
+                left -= usize::from(!matches!(*slot, Slot::Missing | Slot::Duplicate));
                 progress = true;
                 true
             },
@@ -277,10 +345,23 @@ mod tests {
     fn messages_round_trip_and_wrong_lengths_are_refused() {
         let mine = hello(1, 4, 0xf00d);
         let bytes = encode(&mine, 42);
-        assert_eq!(decode(&bytes), Ok((mine, 42)));
+        assert_eq!(
+            decode(&bytes),
+            Ok(Decoded {
+                hello: mine,
+                session: 42,
+                framing: FRAMING_VERSION
+            })
+        );
         assert_eq!(
             decode(&bytes[..HELLO_LEN]),
             Err(HelloError::WrongLength { len: HELLO_LEN })
+        );
+        // A build from before the framing version: the record and the
+        // session number only.
+        assert_eq!(
+            decode(&bytes[..HELLO_LEN + 8]),
+            Err(HelloError::WrongLength { len: HELLO_LEN + 8 })
         );
         let mut corrupt = bytes;
         corrupt[0] ^= 1;
@@ -297,8 +378,7 @@ mod tests {
         ];
         assert_eq!(admissions(&slots), vec![7, 0, 0, 9]);
         let bytes = encode(&hello(1, 4, 1).with_admission_capacity(5), 1);
-        let (decoded, _) = decode(&bytes).unwrap();
-        assert_eq!(decoded.admission_capacity, 5);
+        assert_eq!(decode(&bytes).unwrap().hello.admission_capacity, 5);
         let slots = [Slot::Bad(HelloError::EmptyWorld), Slot::Duplicate];
         assert_eq!(admissions(&slots), vec![0, 0]);
     }
@@ -330,6 +410,31 @@ mod tests {
             };
             assert_eq!(mismatch.field, HelloField::Fingerprint);
             assert_eq!(peer.get(), if me == 2 { 0 } else { 2 });
+        }
+    }
+
+    #[test]
+    fn a_peer_of_another_framing_version_is_refused() {
+        // Rank 2 runs a build of the transport with other framing; ranks 0
+        // and 1 refuse it (and its build refuses them the same way).
+        let world = WorldSize::new(3).unwrap();
+        let framings = [FRAMING_VERSION, FRAMING_VERSION, FRAMING_VERSION + 1];
+        let messages: Vec<_> = (0..3u32)
+            .map(|rank| encode_with_framing(&hello(rank, 3, 1), 0, framings[rank as usize]))
+            .collect();
+        for me in 0..2u32 {
+            let slots: Vec<_> = messages
+                .iter()
+                .map(|bytes| Slot::of(decode(bytes).unwrap()))
+                .collect();
+            assert_eq!(
+                verdict(&hello(me, 3, 1), world, &slots),
+                Err(MpiError::FramingMismatch {
+                    peer: world.rank(2).unwrap(),
+                    ours: FRAMING_VERSION,
+                    theirs: FRAMING_VERSION + 1
+                })
+            );
         }
     }
 
