@@ -102,6 +102,9 @@ pub struct MpiDriver {
     phase: Phase,
     frames_received: u64,
     bytes_received: u64,
+    /// Messages taken from peers that broke the protocol and dropped
+    /// unread.
+    dropped_from_violators: u64,
     leaked: Leaked,
     idle_park: Duration,
     /// When a poll last found work.
@@ -197,6 +200,7 @@ impl MpiDriver {
             phase: Phase::Running,
             frames_received: 0,
             bytes_received: 0,
+            dropped_from_violators: 0,
             leaked: Leaked::default(),
             idle_park: FIRST_IDLE_PARK,
             last_progress: Instant::now(),
@@ -500,6 +504,7 @@ impl fmt::Debug for MpiDriver {
             .field("pending_receives", &self.receives.len())
             .field("pooled_buffers", &self.buffers.kept())
             .field("counts", &self.counts())
+            .field("dropped_from_violators", &self.dropped_from_violators)
             .finish_non_exhaustive()
     }
 }

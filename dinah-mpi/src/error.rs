@@ -116,7 +116,7 @@ impl fmt::Display for MpiError {
             Self::BadHello { peer, error } => write!(f, "invalid hello from {peer}: {error}"),
             Self::FramingMismatch { peer, ours, theirs } => write!(
                 f,
-                "{peer} runs mpi transport framing version {theirs}, this rank {ours}"
+                "{peer} runs mpi transport framing version {theirs}, this rank runs {ours}"
             ),
             Self::WrongSender { source, claimed } => {
                 write!(f, "the hello from {source} claims to come from {claimed}")

@@ -15,7 +15,8 @@
 //! announcements and the large tags, goodbyes, close markers), so two
 //! builds of `dinah-mpi` that would misread each other's messages refuse
 //! each other at the hello instead. A build from before the framing
-//! version sends a shorter hello, which is refused for its length.
+//! version sends the record and the session number only: that hello is
+//! read as framing version 1 and refused like any other version.
 //!
 //! A rank judges only after it has every peer's hello (or the deadline
 //! passed), and [`verdict`] looks at all of them, so an incompatibility is
@@ -47,6 +48,10 @@ pub(crate) const FRAMING_VERSION: u32 = 2;
 /// The length of a hello message: the record, the session number and the
 /// framing version.
 pub(crate) const HELLO_MESSAGE_LEN: usize = HELLO_LEN + 8 + 4;
+
+/// The length of a hello message of framing version 1, which carried no
+/// version: the record and the session number.
+const VERSION_1_LEN: usize = HELLO_LEN + 8;
 
 /// Where the session number starts in a hello message.
 const SESSION_AT: usize = HELLO_LEN;
@@ -93,26 +98,30 @@ pub(crate) struct Decoded {
     pub(crate) framing: u32,
 }
 
-/// Decodes a hello message (of any framing version: the caller judges
-/// it).
+/// Decodes a hello message of any framing version (the caller judges
+/// it): [`HELLO_MESSAGE_LEN`] bytes, or the shorter message of version 1.
 ///
 /// # Errors
 ///
-/// [`HelloError::WrongLength`] unless it is [`HELLO_MESSAGE_LEN`] bytes,
-/// or whatever [`Hello::decode`] finds wrong with the record.
+/// [`HelloError::WrongLength`] for any other length, or whatever
+/// [`Hello::decode`] finds wrong with the record.
 pub(crate) fn decode(bytes: &[u8]) -> Result<Decoded, HelloError> {
-    let Ok(bytes) = <&[u8; HELLO_MESSAGE_LEN]>::try_from(bytes) else {
-        return Err(HelloError::WrongLength { len: bytes.len() });
+    let framing = match bytes.len() {
+        HELLO_MESSAGE_LEN => {
+            let mut framing = [0; 4];
+            framing.copy_from_slice(&bytes[FRAMING_AT..]);
+            u32::from_le_bytes(framing)
+        }
+        VERSION_1_LEN => 1,
+        len => return Err(HelloError::WrongLength { len }),
     };
     let hello = Hello::decode(&bytes[..SESSION_AT])?;
     let mut session = [0; 8];
     session.copy_from_slice(&bytes[SESSION_AT..FRAMING_AT]);
-    let mut framing = [0; 4];
-    framing.copy_from_slice(&bytes[FRAMING_AT..]);
     Ok(Decoded {
         hello,
         session: u64::from_le_bytes(session),
-        framing: u32::from_le_bytes(framing),
+        framing,
     })
 }
 
@@ -358,10 +367,13 @@ mod tests {
             Err(HelloError::WrongLength { len: HELLO_LEN })
         );
         // A build from before the framing version: the record and the
-        // session number only.
+        // session number only, read as version 1 and refused.
+        let old = decode(&bytes[..HELLO_LEN + 8]).unwrap();
+        assert_eq!((old.hello, old.session, old.framing), (mine, 42, 1));
+        assert_eq!(Slot::of(old), Slot::OtherFraming(1));
         assert_eq!(
-            decode(&bytes[..HELLO_LEN + 8]),
-            Err(HelloError::WrongLength { len: HELLO_LEN + 8 })
+            decode(&bytes[..HELLO_LEN + 9]),
+            Err(HelloError::WrongLength { len: HELLO_LEN + 9 })
         );
         let mut corrupt = bytes;
         corrupt[0] ^= 1;

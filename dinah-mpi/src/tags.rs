@@ -17,7 +17,8 @@ use mpi::Tag;
 /// What a message on the transport's communicator is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Stream {
-    /// The bootstrap record: a hello plus the sender's session number.
+    /// The bootstrap message: a hello record, the sender's session number
+    /// and its framing version (see `hello.rs`).
     Hello,
     /// Frames of the control lane (cancellations, goodbyes).
     Control,

@@ -548,8 +548,9 @@ pub(crate) fn target_dir() -> PathBuf {
 
 fn mpi_lane(lane: &LaneRun) -> Result<()> {
     mpi::run_tests(lane, mpi::Library::OpenMpi)?;
-    // Unoptimised: it reuses the build of dinah with `mpi` the tests just
-    // made, and the example is quick without optimisation too.
+    // Unoptimised: it reuses the debug builds of the dependencies the tests
+    // just made (only dinah-mpi and dinah are built again, without the
+    // test hooks), and the example is quick without optimisation too.
     mpi::run_example(lane, mpi::Library::OpenMpi, mpi::Profile::Dev)?;
     mpi::run_tcp_example(lane, mpi::Library::OpenMpi)
 }

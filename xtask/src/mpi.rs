@@ -283,7 +283,8 @@ fn check_linked(ldd: &str, library: Library) -> Result<()> {
 /// The cargo profile the MPI example is built in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Profile {
-    /// `dev`: the same build of dinah with `mpi` as the test programs.
+    /// `dev`: the profile of the test programs, whose dependencies' builds
+    /// it reuses.
     Dev,
     /// `release`: what a user runs.
     Release,

@@ -63,6 +63,7 @@ impl MpiDriver {
             if let Taken::Message(bytes) = taken {
                 self.buffers.give(bytes);
             }
+            self.dropped_from_violators += 1;
             return true;
         }
         match taken {

@@ -21,14 +21,21 @@ impl MpiDriver {
     ///
     /// # Panics
     ///
-    /// If `len` does not fit a `usize` or `to` is not a rank of the world.
-    pub fn send_announcement_for_tests(&self, to: Rank, channel: Channel, len: u64) {
-        let len = usize::try_from(len).expect("a length this machine can name");
+    /// If `to` is not a rank of the world.
+    #[doc(hidden)]
+    pub fn send_announcement_for_tests(&self, to: Rank, channel: Channel, len: usize) {
         let message = large::announcement(len);
         let dest = i32::try_from(to.get()).expect("a rank of the world");
         self.comm
             .get()
             .process_at_rank(dest)
             .send_with_tag(&message[..], Stream::of(channel).tag());
+    }
+
+    /// How many messages this driver took from peers that broke the
+    /// protocol and dropped unread.
+    #[doc(hidden)]
+    pub fn dropped_from_violators_for_tests(&self) -> u64 {
+        self.dropped_from_violators
     }
 }
