@@ -341,12 +341,9 @@ impl TcpDriver {
     /// this rank still writes to. Returns whether it queued or changed
     /// anything.
     pub(super) fn keep_alive(&mut self, now: Instant) -> bool {
-        if self.liveness.next_check().is_none_or(|due| now < due) {
-            return false;
-        }
         let mut silent = std::mem::take(&mut self.silent);
+        // `false` and nobody silent unless a check was due.
         let beat = self.liveness.check(now, &mut silent);
-        let progress = !silent.is_empty() || beat;
         for rank in silent.drain(..) {
             trace_event!(
                 tracing::Level::WARN,
@@ -383,7 +380,7 @@ impl TcpDriver {
                 conn.frames_queued += 1;
             }
         }
-        progress
+        beat
     }
 
     pub(super) fn emit_owed(&mut self, out: &mut Out<'_>) -> bool {
