@@ -5,22 +5,41 @@ use std::time::Instant as StdInstant;
 
 use dinah_core::{Clock, Instant};
 
-/// A [`Clock`] over `std::time::Instant`: nanoseconds since the clock was
-/// created. Monotonic, as the standard library guarantees.
-#[derive(Debug, Clone, Copy)]
+/// The runtime's default [`Clock`]: monotonic nanoseconds since the clock
+/// was created.
+///
+/// It reads the CPU's time-stamp counter through [`quanta`] where the
+/// counter is invariant (runs at a constant rate in every power state),
+/// scaled to nanoseconds by a calibration against the system's monotonic
+/// clock made once per process; elsewhere it reads the system's monotonic
+/// clock. Every call reads the clock at least once (the caller to stamp
+/// its deadline, an inline handler's end for the next one's start), so
+/// the read is on every action's path, and the counter is much cheaper
+/// to read than the system clock (see `docs/runtime.md`, "Time").
+#[derive(Debug, Clone)]
 pub struct StdClock {
+    source: quanta::Clock,
+    /// The counter's reading at creation.
+    start: u64,
+    /// The system clock at creation, for [`StdClock::to_std`].
     epoch: StdInstant,
 }
 
 impl StdClock {
     /// A clock whose epoch is now.
     pub fn new() -> Self {
+        let source = quanta::Clock::new();
+        let start = source.raw();
         Self {
+            source,
+            start,
             epoch: StdInstant::now(),
         }
     }
 
-    /// The `std` instant corresponding to `instant` on this clock.
+    /// The `std` instant corresponding to `instant` on this clock (to
+    /// within the calibration of the time-stamp counter, where it is
+    /// read).
     pub fn to_std(&self, instant: Instant) -> StdInstant {
         self.epoch + std::time::Duration::from_nanos(instant.as_nanos())
     }
@@ -35,8 +54,7 @@ impl Default for StdClock {
 impl Clock for StdClock {
     fn now(&self) -> Instant {
         // Saturates after ~584 years of uptime.
-        let nanos = u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        Instant::from_nanos(nanos)
+        Instant::from_nanos(self.source.delta_as_nanos(self.start, self.source.raw()))
     }
 }
 
