@@ -53,7 +53,8 @@ impl Default for StdClock {
 
 impl Clock for StdClock {
     fn now(&self) -> Instant {
-        // Saturates after ~584 years of uptime.
+        // A reading at or before `start` (another core's counter a little
+        // behind this one's) is 0 ns: quanta's delta never goes negative.
         Instant::from_nanos(self.source.delta_as_nanos(self.start, self.source.raw()))
     }
 }
@@ -72,5 +73,21 @@ mod tests {
         let second = clock.now();
         assert!(second >= first);
         assert!(clock.to_std(second) >= clock.to_std(first));
+    }
+
+    #[test]
+    fn keeps_pace_with_the_system_clock() {
+        let clock = StdClock::new();
+        let (first, system) = (clock.now(), StdInstant::now());
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let ours = clock.now().saturating_duration_since(first);
+        let theirs = system.elapsed();
+        // A calibration off by more than 1% (plus the reads' own gap)
+        // would put every deadline that far off.
+        let slack = theirs / 100 + std::time::Duration::from_millis(1);
+        assert!(
+            ours.abs_diff(theirs) <= slack,
+            "{ours:?} on the runtime's clock, {theirs:?} on the system's"
+        );
     }
 }
