@@ -237,7 +237,7 @@ impl RawPair {
                 let _ = driver.poll(1024, &mut events);
                 let mut responded = false;
                 for event in events.drain(..) {
-                    let TransportEvent::Frame { from, bytes, .. } = event else {
+                    let TransportEvent::Frame { from, frame, .. } = event else {
                         continue;
                     };
                     if rank == 1 {
@@ -246,7 +246,7 @@ impl RawPair {
                             .expect("room for the response");
                         responded = true;
                     } else {
-                        assert_eq!(bytes.len(), self.response.len());
+                        assert_eq!(frame.len(), self.response.len());
                         waiting -= 1;
                         answered += 1;
                     }

@@ -82,6 +82,11 @@ impl WireValue for Echo {
     fn encode(&self, out: &mut SegmentWriter) -> Result<(), CodecError> {
         self.0.encode(out)
     }
+    // Consumed when it is sent: its buffer travels as it is (a large
+    // payload in a split frame, see `SegmentWriter::push_owned`).
+    fn encode_owned(self, out: &mut SegmentWriter) -> Result<(), CodecError> {
+        self.0.encode_owned(out)
+    }
     fn decode(input: &mut SegmentReader<'_>) -> Result<Self, CodecError> {
         Vec::<u8>::decode(input).map(Echo)
     }

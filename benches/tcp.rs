@@ -47,36 +47,26 @@ mod raw_tcp;
 use noop::{Noop, raw_frame};
 use raw_tcp::{RawPingPong, RawPipelined, SpinPingPong};
 
+/// Sends its payload back. Consumed when it is sent, its buffer travels
+/// as it is (a large payload in a split frame, see `SegmentWriter::push_owned`).
 struct Echo(Vec<u8>);
 
 impl WireValue for Echo {
     const SCHEMA_ID: u64 = schema_id("bench.Echo/1");
     fn encode(&self, out: &mut SegmentWriter) -> Result<(), CodecError> {
-        out.push(&self.0);
-        Ok(())
+        self.0.encode(out)
+    }
+    fn encode_owned(self, out: &mut SegmentWriter) -> Result<(), CodecError> {
+        self.0.encode_owned(out)
     }
     fn decode(input: &mut SegmentReader<'_>) -> Result<Self, CodecError> {
-        Ok(Echo(input.next_segment()?.to_vec()))
+        Vec::<u8>::decode(input).map(Echo)
     }
 }
 
 impl Action for Echo {
     const ID: u128 = 0xbe_0002;
-    type Output = Bytes;
-}
-
-/// An echoed payload, encoded as one segment without per-byte work.
-struct Bytes(Vec<u8>);
-
-impl WireValue for Bytes {
-    const SCHEMA_ID: u64 = schema_id("bench.Bytes/1");
-    fn encode(&self, out: &mut SegmentWriter) -> Result<(), CodecError> {
-        out.push(&self.0);
-        Ok(())
-    }
-    fn decode(input: &mut SegmentReader<'_>) -> Result<Self, CodecError> {
-        Ok(Bytes(input.next_segment()?.to_vec()))
-    }
+    type Output = Vec<u8>;
 }
 
 fn cfg() -> dinah_tcp::TcpConfig {
@@ -109,7 +99,7 @@ fn builder(inline: bool) -> dinah_std::RuntimeBuilder {
         builder.register::<Noop, _>(|Noop(n)| Ok(n)).unwrap();
     }
     builder
-        .register::<Echo, _>(|Echo(bytes)| Ok(Bytes(bytes)))
+        .register::<Echo, _>(|Echo(bytes)| Ok(bytes))
         .unwrap();
     builder
 }
@@ -194,7 +184,7 @@ impl Pair {
             let payloads: Vec<Vec<u8>> = (0..chunk).map(|_| payload.to_vec()).collect();
             let start = Instant::now();
             for echoed in payloads {
-                let Bytes(back) = runtime
+                let back = runtime
                     .block_on(client.spawn_on(peer, Echo(echoed)))
                     .unwrap();
                 assert_eq!(back.len(), payload.len());
@@ -259,10 +249,10 @@ impl FramePair {
                     let _ = driver.poll(1024, &mut events);
                     let idle = events.is_empty();
                     for event in events.drain(..) {
-                        if let TransportEvent::Frame { bytes, .. } = event {
+                        if let TransportEvent::Frame { frame, .. } = event {
                             // As the runtime does: the buffer goes back to
                             // this thread's store, for the next frame.
-                            frame_buffers::give(bytes);
+                            frame_buffers::give_frame(frame);
                             owed += 1;
                         }
                     }
@@ -335,8 +325,8 @@ impl FramePair {
             let _ = self.driver.poll(1024, &mut events);
             let mut got = 0;
             for event in events.drain(..) {
-                if let TransportEvent::Frame { bytes, .. } = event {
-                    frame_buffers::give(bytes);
+                if let TransportEvent::Frame { frame, .. } = event {
+                    frame_buffers::give_frame(frame);
                     got += 1;
                 }
             }

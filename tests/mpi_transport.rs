@@ -252,10 +252,10 @@ fn receive_in_order(
                 TransportEvent::Frame {
                     from,
                     channel,
-                    bytes,
+                    frame,
                 } => {
                     assert_eq!(from, previous);
-                    received[channel.index()].push(bytes);
+                    received[channel.index()].push(frame.into_whole());
                 }
                 TransportEvent::PeerUp { .. } => exchange.ups += 1,
                 TransportEvent::PeerDrained { peer } => exchange.drained.push(peer),
@@ -564,7 +564,9 @@ fn an_oversized_announcement_is_a_protocol_violation(world: &SimpleCommunicator)
     let mut note = |events: &mut Vec<TransportEvent>| -> bool {
         for event in events.drain(..) {
             match event {
-                TransportEvent::Frame { from, bytes, .. } if from == one => from_one.push(bytes),
+                TransportEvent::Frame { from, frame, .. } if from == one => {
+                    from_one.push(frame.into_whole());
+                }
                 TransportEvent::PeerDown { peer, error } if peer == one => down = Some(error),
                 _ => {}
             }

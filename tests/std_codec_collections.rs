@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Debug;
 
-use dinah_std::{CodecError, SegmentReader, SegmentWriter, WireValue, schema_id};
+use dinah_std::{CodecError, DETACH_FROM, SegmentReader, SegmentWriter, WireValue, schema_id};
 use proptest::prelude::*;
 
 #[derive(WireValue, Debug, Clone, PartialEq)]
@@ -208,6 +208,33 @@ proptest! {
         prop_assert_eq!(round_trip(nested), 1);
         prop_assert_eq!(round_trip(map), 1);
         prop_assert_eq!(round_trip(Shape::Path(points)), 2);
+    }
+
+    #[test]
+    fn consuming_encodes_write_the_bytes_of_borrowing_ones(
+        values in proptest::collection::vec(
+            (any::<bool>(), prop_oneof![0usize..64, (DETACH_FROM - 2)..(DETACH_FROM + 2)], any::<u8>()),
+            0..5,
+        ),
+    ) {
+        // Byte buffers and strings of sizes around the detach threshold,
+        // in any order, in a group too: `encode_owned` (which may detach
+        // the last segment) and `encode` give the same segments.
+        let value: Vec<(Vec<u8>, String, Shape)> = values
+            .iter()
+            .map(|&(text, len, byte)| {
+                let label = if text { "s".repeat(len) } else { String::new() };
+                let point = Point { x: len as i32, label: label.clone() };
+                (vec![byte; len], label, Shape::Dot(point))
+            })
+            .collect();
+        let last = values.last().map(|&(_, len, byte)| vec![byte; len]);
+        let borrowed = encode(&(value.clone(), last.clone()))?;
+        let mut owned = SegmentWriter::new();
+        (value.clone(), last.clone()).encode_owned(&mut owned)?;
+        prop_assert_eq!(owned.segments().collect::<Vec<_>>(), borrowed.segments().collect::<Vec<_>>());
+        prop_assert_eq!(owned.payload_len(), borrowed.payload_len());
+        prop_assert_eq!(decode::<(Vec<(Vec<u8>, String, Shape)>, Option<Vec<u8>>)>(&owned)?, (value, last));
     }
 
     #[test]

@@ -101,11 +101,11 @@ fn decode(world: WorldSize, me: Rank, event: TransportEvent) -> Ev {
         TransportEvent::Frame {
             from,
             channel,
-            bytes,
+            frame,
         } => Ev::Frame {
             from: from.get(),
             channel,
-            id: id_of(world, from, channel, &bytes),
+            id: id_of(world, from, channel, frame.head()),
         },
         TransportEvent::PeerUp { peer } => Ev::Up(peer.get()),
         TransportEvent::PeerDown { peer, error } => Ev::Down(peer.get(), reason(&error)),
@@ -118,7 +118,7 @@ fn decode(world: WorldSize, me: Rank, event: TransportEvent) -> Ev {
         } => Ev::Failed {
             to: to.get(),
             channel,
-            id: id_of(world, me, channel, &frame),
+            id: id_of(world, me, channel, frame.head()),
             reason: reason(&error),
         },
         other => panic!("unexpected event {other:?}"),
@@ -985,9 +985,9 @@ fn threaded_exchange(plan: FaultPlan, duplicates: bool) {
                             TransportEvent::Frame {
                                 from,
                                 channel,
-                                bytes,
+                                frame,
                             } => {
-                                let id = id_of(world, from, channel, &bytes);
+                                let id = id_of(world, from, channel, frame.head());
                                 received.entry((from.get(), channel)).or_default().push(id);
                             }
                             TransportEvent::PeerDrained { .. } => drained += 1,

@@ -217,6 +217,20 @@ fn tiny_limits() -> RuntimeLimits {
 
 #[test]
 fn with_every_queue_saturated_every_call_ends_and_no_response_is_dropped() {
+    // Whether a response ever finds the lane full depends on how the two
+    // ranks' threads interleave: a run in which none did tested nothing
+    // of the outbox, so it runs again (every run checks every call).
+    const RUNS: usize = 10;
+    let saturated = (0..RUNS).any(|_| saturate_every_queue());
+    assert!(
+        saturated,
+        "no response waited for the transport in {RUNS} runs"
+    );
+}
+
+/// One run of the test above; returns whether a response of both ranks
+/// waited in the outbox.
+fn saturate_every_queue() -> bool {
     const CALLS: u64 = 200;
     let world = WorldSize::new(2).unwrap();
     let network = SimNetwork::with_mode(world, 3, FaultPlan::new(), SimMode::Threaded).unwrap();
@@ -292,6 +306,7 @@ fn with_every_queue_saturated_every_call_ends_and_no_response_is_dropped() {
             })
         })
         .collect();
+    let mut saturated = true;
     for (rank, thread) in ranks.into_iter().enumerate() {
         let (counts, stats, report) = thread.join().unwrap();
         let report = report.unwrap_or_else(|timeout| *timeout.report);
@@ -304,15 +319,13 @@ fn with_every_queue_saturated_every_call_ends_and_no_response_is_dropped() {
             counts[2] > 0,
             "rank {rank}: the lane never filled {counts:?}"
         );
-        assert!(
-            stats.serve.outbox_peak > 0,
-            "rank {rank}: no response ever waited for the transport: {stats:?}"
-        );
+        saturated &= stats.serve.outbox_peak > 0;
         assert!(stats.serve.outbox_peak <= stats.serve.outbox_capacity);
         assert_eq!(stats.serve.responses_expired, 0, "rank {rank}: {stats:?}");
         assert_eq!(report.pending_calls, 0, "rank {rank}: {report}");
         assert_eq!(report.unsettled_calls(), 0, "rank {rank}: {report}");
     }
+    saturated
 }
 
 #[test]

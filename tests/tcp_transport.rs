@@ -6,6 +6,7 @@
 //! turn. Waits are bounded by a generous patience so a broken transport
 //! fails instead of hanging; nothing asserts on elapsed time.
 
+use std::borrow::Cow;
 use std::num::NonZeroU32;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -54,14 +55,22 @@ impl Node {
         self.driver.poll(256, &mut self.events).expect("poll")
     }
 
-    /// Frames received so far: (from, channel, bytes).
-    fn frames(&self) -> impl Iterator<Item = (Rank, Channel, &[u8])> {
+    /// Frames received so far: (from, channel, bytes). A frame received
+    /// split (a large last segment in a buffer of its own) is joined.
+    fn frames(&self) -> impl Iterator<Item = (Rank, Channel, Cow<'_, [u8]>)> {
         self.events.iter().filter_map(|event| match event {
             TransportEvent::Frame {
                 from,
                 channel,
-                bytes,
-            } => Some((*from, *channel, bytes.as_slice())),
+                frame,
+            } => {
+                let bytes = if frame.is_split() {
+                    Cow::Owned(frame.to_vec())
+                } else {
+                    Cow::Borrowed(frame.head())
+                };
+                Some((*from, *channel, bytes))
+            }
             _ => None,
         })
     }
@@ -176,7 +185,8 @@ fn cancel(origin: Rank, seq: u64) -> Vec<u8> {
 }
 
 /// The sequence number a test frame carries.
-fn seq_of(frame: &[u8]) -> u64 {
+fn seq_of(frame: impl AsRef<[u8]>) -> u64 {
+    let frame = frame.as_ref();
     u64::from_le_bytes(frame[24..32].try_into().unwrap()) - 1
 }
 
@@ -273,7 +283,7 @@ fn each_lane_is_fifo_and_control_is_separate() {
     for (_, _, frame) in nodes[1].frames().filter(|f| f.1 == Channel::Action) {
         assert_eq!(
             frame,
-            request(zero, seq_of(frame), (seq_of(frame) % 97) as usize * 13),
+            request(zero, seq_of(&frame), (seq_of(&frame) % 97) as usize * 13),
             "byte for byte"
         );
     }
@@ -716,8 +726,8 @@ fn frames_beyond_the_poll_budget_wait_read_and_counted_for_the_next_poll() {
         receiver.driver.poll(1, &mut events).unwrap();
         assert!(events.len() <= 1, "{events:?}");
         for event in events {
-            if let TransportEvent::Frame { bytes, .. } = event {
-                seqs.push(seq_of(&bytes));
+            if let TransportEvent::Frame { frame, .. } = event {
+                seqs.push(seq_of(frame.head()));
             }
         }
         held = held.max(receiver.driver.counts().retained_bytes);

@@ -84,6 +84,7 @@ mod hello;
 mod kind;
 mod message;
 mod shape;
+mod split;
 mod stream;
 #[cfg(test)]
 mod test_support;
@@ -100,6 +101,7 @@ pub use hello::{
 };
 pub use kind::{Channel, MessageKind};
 pub use message::{Call, Message, RelativeDeadline, TraceId};
+pub use split::{SplitFrameRef, decode_split_frame};
 pub use stream::{StreamDecoder, StreamEvent};
 
 /// The first four bytes of every header and hello record: `"DNAH"`.

@@ -20,7 +20,8 @@ use std::path::{Path, PathBuf};
 use dinah_core::wire::{
     Call, Channel, DecodeContext, ErrorCode, FrameAssembler, HEADER_LEN, HELLO_LEN, Header, Hello,
     HelloAuth, Message, MessageKind, ProtocolError, RelativeDeadline, StreamDecoder, StreamEvent,
-    TraceId, check_compatible, decode_frame, encode_frame, limit_field_from_code,
+    TraceId, check_compatible, decode_frame, decode_split_frame, encode_frame,
+    limit_field_from_code,
 };
 use dinah_core::{
     ActionId, DomainId, ERROR_TEXT_CAP, FRAME_BYTES_CAP, Fingerprint, ProtocolLimits, Rank,
@@ -356,6 +357,55 @@ proptest! {
         // Within the limits it was built for.
         prop_assert!(header.frame_len() <= FRAME_BYTES_CAP as usize);
         prop_assert!(header.segment_count() <= SEGMENTS_CAP);
+    }
+
+    #[test]
+    fn a_frame_split_anywhere_decodes_as_whole_or_is_refused(
+        frames in model_frames(Channel::Action),
+        cut in any::<prop::sample::Index>(),
+    ) {
+        // Held as a head and a detached tail: exactly the whole frame's
+        // header and segments when the tail is the last segment, the
+        // split's error anywhere else.
+        let ctx = stream_ctx(Channel::Action);
+        for frame in &frames {
+            let bytes = encode(frame);
+            let tail = cut.index(bytes.len() + 1);
+            let (head, rest) = bytes.split_at(bytes.len() - tail);
+            let split = decode_split_frame(head, rest.len(), &ctx);
+            let last = frame.segments.last().map_or(0, Vec::len);
+            let splittable = frame.header.kind() != MessageKind::Error;
+            if tail > 0 && tail == last && splittable {
+                let split = split.unwrap();
+                prop_assert_eq!(split.header(), &frame.header);
+                let mut segments: Vec<Vec<u8>> = split.head_segments().map(<[u8]>::to_vec).collect();
+                segments.push(rest.to_vec());
+                prop_assert_eq!(&segments, &frame.segments);
+            } else if head.len() >= frame.header.head_len() {
+                prop_assert_eq!(
+                    split,
+                    Err(ProtocolError::MisplacedSplit { last: last as u32, tail })
+                );
+            } else {
+                // Cut inside the header or the table: refused as a head
+                // too short to read.
+                prop_assert!(split.is_err());
+            }
+            // The header for a payload held so agrees with the whole one.
+            if splittable && last > 0 {
+                let lens = frame.segments.iter().map(Vec::len);
+                let before = frame.segments[..frame.segments.len() - 1].concat();
+                let packed = Header::packed_with_tail(
+                    frame.header.origin(),
+                    *frame.header.message(),
+                    lens,
+                    &before,
+                    last,
+                    &ProtocolLimits::DEFAULT,
+                );
+                prop_assert_eq!(packed, Ok(frame.header));
+            }
+        }
     }
 
     #[test]

@@ -12,6 +12,9 @@ pub(crate) struct WireAttrs {
     pub(crate) krate: Option<Path>,
     /// `serde`: the value travels through serde as one segment.
     pub(crate) serde: Option<Path>,
+    /// `by_ref`: the value is encoded from a reference even when it is
+    /// consumed (its fields are not moved out: a type with `Drop`).
+    pub(crate) by_ref: Option<Path>,
 }
 
 /// What `#[action(...)]` on a type says.
@@ -36,8 +39,12 @@ pub(crate) fn wire_attrs(attrs: &[Attribute]) -> syn::Result<WireAttrs> {
                 set_once(&mut found.krate, crate_value(&meta)?, &meta)
             } else if meta.path.is_ident("serde") {
                 set_once(&mut found.serde, meta.path.clone(), &meta)
+            } else if meta.path.is_ident("by_ref") {
+                set_once(&mut found.by_ref, meta.path.clone(), &meta)
             } else {
-                Err(meta.error("unknown `wire` attribute key; expected `name`, `crate` or `serde`"))
+                Err(meta.error(
+                    "unknown `wire` attribute key; expected `name`, `crate`, `serde` or `by_ref`",
+                ))
             }
         })?;
     }
@@ -132,6 +139,10 @@ mod tests {
         let serde: Vec<Attribute> = vec![parse_quote!(#[wire(serde, name = "app.S/1")])];
         assert!(wire_attrs(&serde).unwrap().serde.is_some());
         assert!(wire_attrs(&attrs).unwrap().serde.is_none());
+
+        let by_ref: Vec<Attribute> = vec![parse_quote!(#[wire(by_ref)])];
+        assert!(wire_attrs(&by_ref).unwrap().by_ref.is_some());
+        assert!(wire_attrs(&attrs).unwrap().by_ref.is_none());
 
         let empty: Vec<Attribute> = vec![parse_quote!(#[wire(name = "")])];
         let error = wire_attrs(&empty).err().unwrap();

@@ -11,7 +11,7 @@ use syn::{Data, DeriveInput, Fields, Generics, Path, parse_quote, parse_quote_sp
 
 use crate::attrs::wire_attrs;
 use crate::crate_path;
-use fields::Locals;
+use fields::{Encode, Locals};
 
 /// The parts of a `WireValue` impl that depend on the type's shape.
 struct Body {
@@ -19,6 +19,8 @@ struct Body {
     schema: TokenStream,
     /// The body of `encode`.
     encode: TokenStream,
+    /// The body of `encode_owned`: as `encode`, moving each field.
+    encode_owned: TokenStream,
     /// The body of `decode`.
     decode: TokenStream,
     /// Whether the bodies use the writer and reader at all: a struct
@@ -54,6 +56,7 @@ pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
     let Body {
         schema,
         encode,
+        encode_owned,
         decode,
         uses_segments,
     } = body;
@@ -62,6 +65,21 @@ pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
         (quote!(#out), quote!(#input))
     } else {
         (quote!(_), quote!(_))
+    };
+    // Without `by_ref`, the fields are moved out of the consumed value
+    // (see `Body::encode_owned`); with it, the trait's default encodes
+    // from a reference.
+    let encode_owned = match attrs.by_ref {
+        Some(_) => quote!(),
+        None => quote! {
+            #[inline]
+            fn encode_owned(
+                self,
+                #out: &mut #krate::SegmentWriter,
+            ) -> ::core::result::Result<(), #krate::CodecError> {
+                #encode_owned
+            }
+        },
     };
     Ok(quote! {
         #[automatically_derived]
@@ -75,6 +93,8 @@ pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
             ) -> ::core::result::Result<(), #krate::CodecError> {
                 #encode
             }
+
+            #encode_owned
 
             #[inline]
             fn decode(
@@ -135,12 +155,21 @@ fn struct_body(fields: &Fields, name: &str, krate: &Path, locals: &Locals) -> sy
         .iter()
         .map(|member| quote!(&self.#member))
         .collect();
-    let encode_fields = fields::encode_each(fields, &values, krate, locals);
+    let encode_fields = fields::encode_each(fields, &values, Encode::Borrowed, krate, locals);
+    // Moved out field by field: a large buffer a field owns can then
+    // travel without a copy.
+    let (pattern, owned) = fields::pattern(&quote!(Self), fields);
+    let encode_owned_fields = fields::encode_each(fields, &owned, Encode::Owned, krate, locals);
     let value = fields::construct(&quote!(Self), fields, krate, locals);
     Ok(Body {
         schema: quote!(#krate::__derive::struct_schema(#name, #field_schemas)),
         encode: quote! {
             #encode_fields
+            ::core::result::Result::Ok(())
+        },
+        encode_owned: quote! {
+            let #pattern = self;
+            #encode_owned_fields
             ::core::result::Result::Ok(())
         },
         decode: quote!(::core::result::Result::Ok(#value)),

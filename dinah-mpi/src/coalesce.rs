@@ -37,6 +37,8 @@ use std::ops::Range;
 
 use dinah_core::{Rank, WorldSize};
 
+use dinah_std::transport::Frame;
+
 use crate::pool::BufferPool;
 
 /// A frame at least this long is sent as its own message: copying it
@@ -67,11 +69,14 @@ pub(crate) const BATCH_MAGIC: [u8; 8] = *b"DNAHbat1";
 /// The length prefix of each frame in a batch.
 const LEN_BYTES: usize = 4;
 
-/// Frames posted as one message.
+/// Frames posted as one message (a split frame as two: `bytes`, then
+/// `tail`).
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct Batch {
-    /// The message: one frame as it is, or a batch.
+    /// The message: one frame as it is, or a batch; a split frame's head.
     pub(crate) bytes: Vec<u8>,
+    /// A split frame's tail, posted after its head (empty otherwise).
+    pub(crate) tail: Vec<u8>,
     /// How many frames it holds.
     pub(crate) frames: usize,
     /// The frames' own bytes (without the batch framing): what the handle
@@ -90,12 +95,26 @@ impl Batch {
             append(&mut bytes, &frame);
             return Self {
                 bytes,
+                tail: Vec::new(),
                 frames: 1,
                 frame_bytes,
             };
         }
         Self {
             bytes: frame,
+            tail: Vec::new(),
+            frames: 1,
+            frame_bytes,
+        }
+    }
+
+    /// A split frame, posted as its head and its tail.
+    fn split(frame: Frame) -> Self {
+        let frame_bytes = frame.len();
+        let (bytes, tail) = frame.into_parts();
+        Self {
+            bytes,
+            tail,
             frames: 1,
             frame_bytes,
         }
@@ -161,6 +180,7 @@ impl Staged {
             Self::One(frame) => Batch::one(frame),
             Self::Many(bytes, frames, frame_bytes) => Batch {
                 bytes,
+                tail: Vec::new(),
                 frames,
                 frame_bytes,
             },
@@ -197,15 +217,25 @@ impl Coalescer {
     /// out before it: the batch staged for `to` when `frame` does not fit
     /// in it, and `frame` itself when it is too large to stage. A new
     /// batch takes its buffer from `pool`, and a frame copied into a batch
-    /// gives its buffer back.
+    /// gives its buffer back. A split frame is never staged: it is posted
+    /// as it is, after what was staged for `to`.
     pub(crate) fn push(
         &mut self,
         to: Rank,
-        frame: Vec<u8>,
+        frame: Frame,
         pool: &mut BufferPool,
         mut post: impl FnMut(Rank, Batch),
     ) {
         let slot = &mut self.staged[to.index()];
+        if frame.is_split() {
+            if let Some(staged) = slot.take() {
+                self.frames -= staged.frames();
+                post(to, staged.into_batch());
+            }
+            post(to, Batch::split(frame));
+            return;
+        }
+        let frame = frame.into_whole();
         let large = frame.len() >= SMALL_FRAME;
         if let Some(staged) = slot.take() {
             let fits = !large
@@ -322,7 +352,7 @@ mod tests {
         let mut posted = Vec::new();
         let mut pool = BufferPool::new();
         for (to, frame) in pushes {
-            coalescer.push(rank(*to), frame.clone(), &mut pool, |to, batch| {
+            coalescer.push(rank(*to), frame.clone().into(), &mut pool, |to, batch| {
                 posted.push((to.get(), batch));
             });
         }
@@ -361,12 +391,34 @@ mod tests {
     }
 
     #[test]
+    fn a_split_frame_follows_what_was_staged_and_keeps_its_parts() {
+        let mut coalescer = Coalescer::new(world(2));
+        let mut pool = BufferPool::new();
+        let mut posted = Vec::new();
+        coalescer.push(rank(1), vec![1; 10].into(), &mut pool, |_, batch| {
+            posted.push(batch);
+        });
+        let tail = vec![9_u8; 1 << 17];
+        let address = tail.as_ptr();
+        let frame = Frame::split(vec![2; 30], tail);
+        coalescer.push(rank(1), frame, &mut pool, |_, batch| posted.push(batch));
+        assert_eq!(coalescer.frames(), 0, "nothing stays staged");
+        assert_eq!(posted.len(), 2);
+        assert_eq!(posted[0].bytes, vec![1; 10], "the staged frame first");
+        assert!(posted[0].tail.is_empty());
+        let split = &posted[1];
+        assert_eq!((split.frames, split.frame_bytes), (1, 30 + (1 << 17)));
+        assert_eq!(split.bytes, vec![2; 30]);
+        assert_eq!(split.tail.as_ptr(), address, "the tail is not copied");
+    }
+
+    #[test]
     fn a_lone_frame_is_posted_as_it_is_without_a_copy() {
         let mut coalescer = Coalescer::new(world(2));
         let frame = vec![7_u8; 100];
         let address = frame.as_ptr();
         let mut posted = Vec::new();
-        coalescer.push(rank(1), frame, &mut BufferPool::new(), |_, batch| {
+        coalescer.push(rank(1), frame.into(), &mut BufferPool::new(), |_, batch| {
             posted.push(batch);
         });
         assert!(posted.is_empty(), "a small frame waits for the flush");

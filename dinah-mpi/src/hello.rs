@@ -276,7 +276,8 @@ pub(crate) fn exchange(
             &mut pool,
             |from, bytes| {
                 let slot = &mut slots[from.index()];
-                *slot = match (*slot, decode(&bytes)) {
+                // Probed messages: always whole.
+                *slot = match (*slot, decode(bytes.head())) {
                     (Slot::Missing, Ok(decoded)) => Slot::of(decoded),
                     (Slot::Missing, Err(error)) => Slot::Bad(error),
                     _ => Slot::Duplicate,

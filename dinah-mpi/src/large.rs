@@ -13,9 +13,16 @@
 //! order, so that receive matches the announced frame, and the frame keeps
 //! its place among the lane's frames from that rank.
 //!
-//! A frame that could be mistaken for an announcement (exactly
-//! [`ANNOUNCEMENT_LEN`] bytes starting with its magic) is sent as a batch
-//! of one (`coalesce.rs`), so every message of exactly that form is one.
+//! A split frame (a head and a detached last segment, see
+//! `dinah_std::transport::Frame`) is announced with
+//! [`SPLIT_MAGIC`] and both lengths ([`SPLIT_ANNOUNCEMENT_LEN`] bytes),
+//! and its two parts follow on the large tag as two messages, head first.
+//! The receiver receives each into a buffer of its own, so the tail
+//! reaches the runtime without being copied next to the head.
+//!
+//! A frame that could be mistaken for an announcement (exactly an
+//! announcement's length, starting with its magic) is sent as a batch of
+//! one (`coalesce.rs`), so every message of exactly that form is one.
 
 /// The bytes of the largest message a lane's tag carries: what each posted
 /// receive holds. It is the batch bound, which keeps such a message
@@ -30,6 +37,24 @@ pub(crate) const ANNOUNCEMENT_MAGIC: [u8; 8] = *b"DNAHbig1";
 /// The length of an announcement: its magic and a `u64`.
 pub(crate) const ANNOUNCEMENT_LEN: usize = ANNOUNCEMENT_MAGIC.len() + 8;
 
+/// How the announcement of a split frame starts.
+pub(crate) const SPLIT_MAGIC: [u8; 8] = *b"DNAHbig2";
+
+/// The length of a split frame's announcement: its magic and two `u64`s.
+pub(crate) const SPLIT_ANNOUNCEMENT_LEN: usize = SPLIT_MAGIC.len() + 16;
+
+/// What an announcement announces: the messages that follow on the large
+/// tag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Announced {
+    /// The first message's length: the whole frame, or a split frame's
+    /// head.
+    pub(crate) head: u64,
+    /// A split frame's tail, the second message (0: the frame is whole,
+    /// and nothing follows its one message).
+    pub(crate) tail: u64,
+}
+
 /// Does `message` need the large tag (is it longer than a posted receive)?
 pub(crate) fn is_large(message: &[u8]) -> bool {
     message.len() > SLOT
@@ -43,18 +68,34 @@ pub(crate) fn announcement(len: usize) -> Vec<u8> {
     bytes
 }
 
-/// Could `message` be read as an announcement?
-pub(crate) fn looks_announced(message: &[u8]) -> bool {
-    message.len() == ANNOUNCEMENT_LEN && message.starts_with(&ANNOUNCEMENT_MAGIC)
+/// The announcement of a split frame of a `head` and a `tail` bytes.
+pub(crate) fn split_announcement(head: usize, tail: usize) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(SPLIT_ANNOUNCEMENT_LEN);
+    bytes.extend_from_slice(&SPLIT_MAGIC);
+    bytes.extend_from_slice(&(head as u64).to_le_bytes());
+    bytes.extend_from_slice(&(tail as u64).to_le_bytes());
+    bytes
 }
 
-/// The announced length, if `message` is an announcement.
-pub(crate) fn announced(message: &[u8]) -> Option<u64> {
+/// Could `message` be read as an announcement (of either kind)?
+pub(crate) fn looks_announced(message: &[u8]) -> bool {
+    (message.len() == ANNOUNCEMENT_LEN && message.starts_with(&ANNOUNCEMENT_MAGIC))
+        || (message.len() == SPLIT_ANNOUNCEMENT_LEN && message.starts_with(&SPLIT_MAGIC))
+}
+
+/// What `message` announces, if it is an announcement.
+pub(crate) fn announced(message: &[u8]) -> Option<Announced> {
     if !looks_announced(message) {
         return None;
     }
-    let len: [u8; 8] = message[ANNOUNCEMENT_MAGIC.len()..].try_into().ok()?;
-    Some(u64::from_le_bytes(len))
+    let mut lens = message[ANNOUNCEMENT_MAGIC.len()..]
+        .chunks_exact(8)
+        .map(|len| u64::from_le_bytes(len.try_into().unwrap_or_default()));
+    let head = lens.next()?;
+    Some(Announced {
+        head,
+        tail: lens.next().unwrap_or(0),
+    })
 }
 
 #[cfg(test)]
@@ -85,6 +126,11 @@ mod tests {
         let mut other = announcement(7);
         other[0] = b'X';
         assert_eq!(announced(&other), None, "another magic");
+        let mut split = split_announcement(7, 8);
+        assert_eq!(announced(&split[..ANNOUNCEMENT_LEN]), None, "cut short");
+        split[7] = b'1';
+        assert_eq!(announced(&split), None, "the whole frame's magic, too long");
+        assert_ne!(SPLIT_MAGIC, crate::coalesce::BATCH_MAGIC);
     }
 
     proptest! {
@@ -93,7 +139,16 @@ mod tests {
             let bytes = announcement(len);
             prop_assert_eq!(bytes.len(), ANNOUNCEMENT_LEN);
             prop_assert!(looks_announced(&bytes));
-            prop_assert_eq!(announced(&bytes), Some(len as u64));
+            prop_assert_eq!(announced(&bytes), Some(Announced { head: len as u64, tail: 0 }));
+        }
+
+        #[test]
+        fn a_split_announcement_gives_back_both_lengths(head: usize, tail: usize) {
+            let bytes = split_announcement(head, tail);
+            prop_assert_eq!(bytes.len(), SPLIT_ANNOUNCEMENT_LEN);
+            prop_assert!(looks_announced(&bytes));
+            let expected = Announced { head: head as u64, tail: tail as u64 };
+            prop_assert_eq!(announced(&bytes), Some(expected));
         }
     }
 }

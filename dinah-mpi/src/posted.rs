@@ -50,9 +50,9 @@ use crate::tags::Stream;
 pub(crate) enum Taken {
     /// A message: one frame or a batch, copied out of its slot.
     Message(Vec<u8>),
-    /// The announcement of a large frame of this many bytes, which follows
-    /// on the lane's large tag.
-    Announced(u64),
+    /// The announcement of a large frame, which follows on the lane's
+    /// large tag (whole, or as a head and a tail).
+    Announced(large::Announced),
 }
 
 /// The receives posted on one lane's tag.
@@ -110,8 +110,8 @@ impl Ring {
         let arrival = self.arrived.take()?;
         let from = crate::comm::rank_in(world, arrival.source);
         let message = &arrival.buffer[..arrival.len.min(SLOT)];
-        let taken = if let Some(len) = large::announced(message) {
-            Taken::Announced(len)
+        let taken = if let Some(announced) = large::announced(message) {
+            Taken::Announced(announced)
         } else if is_batch(message) {
             let mut batch = pool.take_batch();
             batch.extend_from_slice(message);

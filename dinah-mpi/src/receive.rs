@@ -4,7 +4,8 @@
 //! receives the driver keeps posted (`posted.rs`) and are queued here
 //! already received ([`Receives::push_received`]); a large frame announced
 //! there is received from its sender on the lane's large tag
-//! ([`Receives::start_large`], see `large.rs`). On the hello and close
+//! ([`Receives::start_large`], see `large.rs`; a split frame's head and
+//! tail as two receives, each into its own buffer). On the hello and close
 //! tags, [`Receives::probe`] asks MPI for the next message from any source
 //! (`MPI_Improbe`): a matched message is removed from MPI's matching
 //! queue, so no other probe or receive can take it, and an immediate
@@ -28,6 +29,7 @@ use std::collections::VecDeque;
 
 use dinah_core::Rank;
 use dinah_core::WorldSize;
+use dinah_std::transport::Frame;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::{Communicator, Source};
 
@@ -37,16 +39,60 @@ use crate::owned::{OwnedRequest, received_len};
 use crate::pool::BufferPool;
 use crate::tags::Stream;
 
-/// One matched message being received.
+/// One matched message being received (or a split frame's two).
 #[derive(Debug)]
 struct Pending {
     from: Rank,
     request: OwnedRequest,
     /// The bytes, once the receive completed.
     done: Option<Vec<u8>>,
+    /// A split frame's tail, received apart.
+    tail: Option<TailReceive>,
     /// How far its frames were handed out (a batch may be handed out
     /// over several polls).
     unbatch: Unbatch,
+}
+
+/// The receive of a split frame's tail.
+#[derive(Debug)]
+struct TailReceive {
+    request: OwnedRequest,
+    done: Option<Vec<u8>>,
+}
+
+impl Pending {
+    /// Tests what is incomplete; returns whether anything completed.
+    fn test(&mut self) -> bool {
+        let mut any = false;
+        if self.done.is_none() {
+            self.done = self.request.test();
+            any |= self.done.is_some();
+        }
+        if let Some(tail) = self.tail.as_mut().filter(|tail| tail.done.is_none()) {
+            tail.done = tail.request.test();
+            any |= tail.done.is_some();
+        }
+        any
+    }
+
+    /// Has everything arrived?
+    fn is_complete(&self) -> bool {
+        self.done.is_some() && self.tail.as_ref().is_none_or(|tail| tail.done.is_some())
+    }
+
+    /// The buffers' capacity.
+    fn capacity(&self) -> usize {
+        let head = self
+            .done
+            .as_ref()
+            .map_or(self.request.capacity(), Vec::capacity);
+        let tail = self.tail.as_ref().map_or(0, |tail| {
+            tail.done
+                .as_ref()
+                .map_or(tail.request.capacity(), Vec::capacity)
+        });
+        head + tail
+    }
 }
 
 /// The pending receives of every stream a driver polls.
@@ -102,48 +148,63 @@ impl Receives {
         let len = received_len(&status);
         let from = comm::rank_in(self.world, status.source_rank());
         let request = OwnedRequest::receive(message, pool.take_len(len));
-        self.queue(stream, from, request, None);
+        self.queue(stream, from, request, None, None);
         Probe::Started { from, len }
     }
 
     /// Queues a message behind `stream`'s earlier ones: being received by
     /// `request`, or received already (`done`). Its buffer counts whole,
     /// whatever the message's length.
-    fn queue(&mut self, stream: Stream, from: Rank, request: OwnedRequest, done: Option<Vec<u8>>) {
-        self.bytes += done.as_ref().map_or(request.capacity(), Vec::capacity) as u64;
-        self.pending[stream.index()].push_back(Pending {
+    fn queue(
+        &mut self,
+        stream: Stream,
+        from: Rank,
+        request: OwnedRequest,
+        done: Option<Vec<u8>>,
+        tail: Option<OwnedRequest>,
+    ) {
+        let pending = Pending {
             from,
             request,
             done,
+            tail: tail.map(|request| TailReceive {
+                request,
+                done: None,
+            }),
             unbatch: Unbatch::Start,
-        });
+        };
+        self.bytes += pending.capacity() as u64;
+        self.pending[stream.index()].push_back(pending);
     }
 
     /// Queues `bytes`, a message from `from` on `stream` already received
     /// (taken from a posted receive), behind the stream's earlier ones.
     pub(crate) fn push_received(&mut self, stream: Stream, from: Rank, bytes: Vec<u8>) {
-        self.queue(stream, from, OwnedRequest::done(), Some(bytes));
+        self.queue(stream, from, OwnedRequest::done(), Some(bytes), None);
     }
 
-    /// Starts receiving the large frame of `len` bytes that `from`
-    /// announced on `stream` (a lane), from the lane's large tag, and
-    /// queues it in the announcement's place: later messages from `from`
+    /// Starts receiving the large frame that `from` announced on `stream`
+    /// (a lane), from the lane's large tag: `len` bytes, or for a split
+    /// frame a head of `len` bytes and a tail of `tail` bytes, each into
+    /// its own buffer (MPI matches them in the order they were sent).
+    /// Queues it in the announcement's place: later messages from `from`
     /// on `stream` wait for it.
     pub(crate) fn start_large(
         &mut self,
         comm: &SimpleCommunicator,
         stream: Stream,
         from: Rank,
-        len: usize,
+        (len, tail): (usize, usize),
         pool: &mut BufferPool,
     ) {
         let source = i32::try_from(from.get()).expect("ranks of an MPI communicator fit an i32");
-        let request = OwnedRequest::post(
-            &comm.process_at_rank(source),
-            stream.large().tag(),
-            pool.take_len(len),
-        );
-        self.queue(stream, from, request, None);
+        let process = comm.process_at_rank(source);
+        let tag = stream.large().tag();
+        let request = OwnedRequest::post(&process, tag, pool.take_len(len));
+        // The tail becomes the decoded value: a buffer of its own, never
+        // a pooled one.
+        let tail = (tail > 0).then(|| OwnedRequest::post(&process, tag, vec![0; tail]));
+        self.queue(stream, from, request, None, tail);
     }
 
     /// Tests the incomplete receives of every stream (without handing
@@ -151,12 +212,7 @@ impl Receives {
     pub(crate) fn poll_ready(&mut self) -> bool {
         let mut any = false;
         for pending in self.pending.iter_mut().flatten() {
-            if pending.done.is_none() {
-                if let Some(bytes) = pending.request.test() {
-                    pending.done = Some(bytes);
-                    any = true;
-                }
-            }
+            any |= pending.test();
         }
         any
     }
@@ -179,7 +235,7 @@ impl Receives {
         batched: bool,
         max: usize,
         pool: &mut BufferPool,
-        mut deliver: impl FnMut(Rank, Vec<u8>) -> bool,
+        mut deliver: impl FnMut(Rank, Frame) -> bool,
     ) -> usize {
         self.blocked.iter_mut().for_each(|b| *b = false);
         let queue = &mut self.pending[stream.index()];
@@ -192,28 +248,34 @@ impl Receives {
                 continue;
             }
             let entry = &mut queue[index];
-            if entry.done.is_none() {
-                entry.done = entry.request.test();
-            }
-            let Some(bytes) = entry.done.take() else {
+            entry.test();
+            if !entry.is_complete() {
                 // Later messages from this source wait for this one.
                 self.blocked[from.index()] = true;
                 index += 1;
                 continue;
+            }
+            let Some(bytes) = entry.done.take() else {
+                // Complete means received: not reached.
+                index += 1;
+                continue;
             };
-            if entry.unbatch == Unbatch::Start && !(batched && is_batch(&bytes)) {
-                // One frame: handed out whole, without a copy unless its
-                // buffer is the pool's.
+            let tail = entry.tail.take().and_then(|tail| tail.done);
+            if entry.unbatch == Unbatch::Start && (tail.is_some() || !(batched && is_batch(&bytes)))
+            {
+                // One frame: handed out whole (or in its two parts),
+                // without a copy unless its buffer is the pool's.
                 let _ = queue.remove(index);
-                self.bytes -= bytes.capacity() as u64;
-                let frame = if BufferPool::is_batch(&bytes) {
-                    let frame = BufferPool::copy(&bytes);
+                let tail = tail.unwrap_or_default();
+                self.bytes -= (bytes.capacity() + tail.capacity()) as u64;
+                let head = if BufferPool::is_batch(&bytes) {
+                    let head = BufferPool::copy(&bytes);
                     pool.give(bytes);
-                    frame
+                    head
                 } else {
                     bytes
                 };
-                if deliver(from, frame) {
+                if deliver(from, Frame::split(head, tail)) {
                     counted += 1;
                 }
                 continue;
@@ -223,7 +285,7 @@ impl Receives {
                 let Some(range) = entry.unbatch.next(&bytes) else {
                     break;
                 };
-                if deliver(from, BufferPool::copy(&bytes[range])) {
+                if deliver(from, Frame::whole(BufferPool::copy(&bytes[range]))) {
                     counted += 1;
                 }
             }
@@ -267,6 +329,10 @@ impl Receives {
             if pending.request.is_pending() {
                 leaked.0 += 1;
                 leaked.1 += pending.request.capacity() as u64;
+            }
+            if let Some(tail) = pending.tail.filter(|tail| tail.request.is_pending()) {
+                leaked.0 += 1;
+                leaked.1 += tail.request.capacity() as u64;
             }
         }
         self.bytes = 0;

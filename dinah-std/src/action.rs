@@ -91,7 +91,7 @@ mod serde_codec;
 
 pub use error::{ACTION_ERROR_TEXT_CAP, ActionError, CodecError};
 pub(crate) use scratch::{FrameKind, IN_PLACE_FROM, with_frame_writer};
-pub use segments::{SegmentReader, SegmentWriter};
+pub use segments::{DETACH_FROM, SegmentReader, SegmentWriter};
 
 /// A value that travels between ranks as payload segments.
 ///
@@ -110,6 +110,22 @@ pub trait WireValue: Sized + Send + 'static {
     /// A [`CodecError`] if the value cannot be encoded (for example a
     /// length that does not fit the wire format).
     fn encode(&self, out: &mut SegmentWriter) -> Result<(), CodecError>;
+
+    /// Appends this value's segments to `out`, consuming the value, which
+    /// lets a large buffer it owns travel without a copy (a `Vec<u8>` of
+    /// at least [`DETACH_FROM`] bytes in the last segment, see
+    /// [`SegmentWriter::push_owned`]). The bytes written are exactly
+    /// [`encode`](Self::encode)'s: the runtime calls this for the
+    /// arguments and outputs of actions. The default calls `encode`; the
+    /// standard containers and derived codecs pass it on to their parts.
+    ///
+    /// # Errors
+    ///
+    /// As [`encode`](Self::encode).
+    #[inline]
+    fn encode_owned(self, out: &mut SegmentWriter) -> Result<(), CodecError> {
+        self.encode(out)
+    }
 
     /// Reads a value from the next segments of `input`.
     ///
@@ -139,6 +155,19 @@ pub trait WireValue: Sized + Send + 'static {
     /// [`decode_vec`](Self::decode_vec)).
     fn encode_slice(items: &[Self], out: &mut SegmentWriter) -> Result<(), CodecError> {
         collections::encode_group(items, out)
+    }
+
+    /// [`encode_owned`](Self::encode_owned) for a sequence of values: the
+    /// same bytes as [`encode_slice`](Self::encode_slice), which the
+    /// default calls. `u8` overrides it to hand the vector's buffer over
+    /// ([`SegmentWriter::push_owned`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`encode_slice`](Self::encode_slice).
+    #[inline]
+    fn encode_vec(items: Vec<Self>, out: &mut SegmentWriter) -> Result<(), CodecError> {
+        Self::encode_slice(&items, out)
     }
 
     /// Reads a sequence written by [`encode_slice`](Self::encode_slice).

@@ -15,9 +15,11 @@
 //! network two queues; a reader stalled by a full action lane never holds
 //! up a cancel.
 //!
-//! Frames are plain `Vec<u8>` buffers; [`frame_buffers`] lets the
-//! runtime and the transports reuse the small ones on the thread that
-//! frees them instead of going through the allocator per frame.
+//! A [`Frame`] is one `Vec<u8>` buffer or, for a large payload, a head
+//! and a detached last segment that the transports send and receive
+//! without joining them; [`frame_buffers`] lets the runtime and the
+//! transports reuse small buffers on the thread that frees them instead
+//! of going through the allocator per frame.
 //!
 //! The runtime gives a transport what it needs through [`TransportHello`]
 //! (from the runtime builder): the hello template with the registry
@@ -28,6 +30,7 @@
 
 mod error;
 mod event;
+mod frame;
 pub mod frame_buffers;
 mod handle;
 mod liveness;
@@ -42,6 +45,7 @@ use dinah_core::wire::{Hello, HelloError};
 use dinah_core::{Fingerprint, ProtocolLimits, Rank, WorldSize};
 pub use error::{DownReason, IoOp, SendErrorKind, TransportError, TrySendError};
 pub use event::TransportEvent;
+pub use frame::Frame;
 pub use handle::{HandleConfig, HandleCounts, Outgoing, PeerStatus, TransportHandle};
 pub use liveness::Liveness;
 pub use refusal::{KEPT_REFUSALS, Refusal, RefusalCause, Refusals};

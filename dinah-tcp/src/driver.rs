@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use dinah_core::wire::{Channel, DecodeContext};
 use dinah_core::{ProtocolLimits, Rank};
 use dinah_std::transport::{
-    DriverCounts, Liveness, Outgoing, PeerStatus, Refusals, TransportDriver, TransportError,
+    DriverCounts, Frame, Liveness, Outgoing, PeerStatus, Refusals, TransportDriver, TransportError,
     TransportEvent, TransportHandle,
 };
 
@@ -84,7 +84,7 @@ pub struct TcpDriver {
     /// Per lane: a frame taken from the handle that waits for room.
     stash: [Option<Outgoing>; 2],
     /// Per lane: frames this rank sent itself.
-    loopback: [VecDeque<Vec<u8>>; 2],
+    loopback: [VecDeque<Frame>; 2],
     /// Per lane: the peer to read from first in the next poll.
     cursor: [usize; 2],
     /// Scratch for the items one connection's read yields (kept to reuse
@@ -478,9 +478,9 @@ impl TransportDriver for TcpDriver {
             conn.abort();
             for pending in conn.outbox.take_all() {
                 if pending.from_handle {
-                    self.handle.complete_send(pending.bytes.len(), false);
+                    self.handle.complete_send(pending.frame.len(), false);
                     left.in_flight_frames += 1;
-                    left.retained_bytes += pending.bytes.len() as u64;
+                    left.retained_bytes += pending.frame.len() as u64;
                 }
             }
         }

@@ -8,7 +8,8 @@ use dinah_core::wire::{
     HEADER_LEN, Header, LENGTH_ENTRY_LEN, Message, ProtocolError, StreamDecoder, StreamEvent,
 };
 
-use dinah_std::transport::frame_buffers;
+use dinah_std::DETACH_FROM;
+use dinah_std::transport::{Frame, frame_buffers};
 
 use crate::error::TcpError;
 
@@ -16,7 +17,7 @@ use crate::error::TcpError;
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum ReadEvent {
     /// A complete, validated frame.
-    Frame(Vec<u8>),
+    Frame(Frame),
     /// The goodbye, with exactly the announced frames before it.
     Goodbye,
     /// A heartbeat: the peer is alive (not delivered to the runtime).
@@ -33,13 +34,25 @@ pub(crate) enum ReadEvent {
 /// it is ([`StreamDecoder::decode_whole`]); one that arrives in pieces is
 /// rebuilt from its decoded header (decoding is canonical), length table
 /// and payload.
+///
+/// A frame whose last segment is at least [`DETACH_FROM`] bytes is
+/// received split ([`Frame::split`]): that segment goes into a buffer of
+/// its own, allocated once the length table has been checked, which the
+/// runtime hands to the decoded value instead of copying it out.
 #[derive(Debug)]
 pub(crate) struct FrameReader {
     decoder: StreamDecoder,
-    /// The frame being assembled (empty between frames).
+    /// The frame being assembled, or its head if it is received split
+    /// (empty between frames).
     current: Vec<u8>,
+    /// The current frame's detached last segment, if it is received split.
+    tail: Vec<u8>,
     /// The length of the current frame (0 between frames).
     frame_len: usize,
+    /// The length of its detached last segment (0: received whole).
+    tail_len: usize,
+    /// The segments of the current frame.
+    segments: u16,
     /// The length of the current frame's header and length table.
     head_len: usize,
     /// Inside a goodbye frame (it has no payload and is not delivered).
@@ -56,7 +69,10 @@ impl FrameReader {
         Self {
             decoder,
             current: Vec::new(),
+            tail: Vec::new(),
             frame_len: 0,
+            tail_len: 0,
+            segments: 0,
             head_len: 0,
             in_goodbye: false,
             in_heartbeat: false,
@@ -105,10 +121,13 @@ impl FrameReader {
             };
             match event {
                 StreamEvent::FrameStart(header) => self.start(&header)?,
-                StreamEvent::SegmentLength { len, .. } => {
-                    self.current.extend_from_slice(&len.to_le_bytes())
+                StreamEvent::SegmentLength { index, len } => {
+                    self.current.extend_from_slice(&len.to_le_bytes());
+                    if index + 1 == self.segments {
+                        self.table_read(len as usize);
+                    }
                 }
-                StreamEvent::Payload(bytes) => self.current.extend_from_slice(bytes),
+                StreamEvent::Payload(bytes) => self.append(bytes),
                 StreamEvent::FrameEnd => {
                     if !sink(self.end()) {
                         return Ok(input.len() - rest.len());
@@ -129,9 +148,38 @@ impl FrameReader {
         if *header.message() == Message::Heartbeat {
             return Ok(ReadEvent::Heartbeat);
         }
-        let mut bytes = frame_buffers::take(frame.len());
-        bytes.extend_from_slice(frame);
-        Ok(ReadEvent::Frame(bytes))
+        let tail = detached_len(header.segment_count(), frame);
+        let (head, tail) = frame.split_at(frame.len() - tail);
+        let mut bytes = frame_buffers::take(head.len());
+        bytes.extend_from_slice(head);
+        let mut detached = Vec::new();
+        if !tail.is_empty() {
+            detached = frame_buffers::take(tail.len());
+            detached.extend_from_slice(tail);
+        }
+        Ok(ReadEvent::Frame(Frame::split(bytes, detached)))
+    }
+
+    /// The whole length table of the current frame has been read and
+    /// checked, the last entry being `last`: a large last segment is
+    /// received into a buffer of its own, the rest of the frame into
+    /// `current`, now sized for it.
+    fn table_read(&mut self, last: usize) {
+        if last >= DETACH_FROM {
+            self.tail_len = last;
+            self.tail = frame_buffers::take(last);
+        }
+        let head = self.frame_len - self.tail_len;
+        self.current.reserve(head - self.current.len());
+    }
+
+    /// Appends payload bytes of the current frame: to its head until that
+    /// is complete, then to its detached last segment.
+    fn append(&mut self, bytes: &[u8]) {
+        let head_left = self.frame_len - self.tail_len - self.current.len();
+        let (head, tail) = bytes.split_at(head_left.min(bytes.len()));
+        self.current.extend_from_slice(head);
+        self.tail.extend_from_slice(tail);
     }
 
     fn start(&mut self, header: &Header) -> Result<(), TcpError> {
@@ -146,10 +194,18 @@ impl FrameReader {
             return Ok(());
         }
         self.frame_len = header.frame_len();
+        self.segments = header.segment_count();
         self.head_len = HEADER_LEN + usize::from(header.segment_count()) * LENGTH_ENTRY_LEN;
         // A spare buffer of this thread when the frame is small (the
-        // runtime gives decoded frames back on this thread).
-        let mut frame = frame_buffers::take(self.frame_len);
+        // runtime gives decoded frames back on this thread). A large
+        // frame's buffer is sized once its length table tells whether its
+        // last segment goes into a buffer of its own (`table_read`).
+        let first = if self.frame_len < DETACH_FROM {
+            self.frame_len
+        } else {
+            self.head_len
+        };
+        let mut frame = frame_buffers::take(first);
         frame.extend_from_slice(&header.encode());
         self.current = frame;
         Ok(())
@@ -190,7 +246,9 @@ impl FrameReader {
             ReadEvent::Heartbeat
         } else {
             self.frame_len = 0;
-            ReadEvent::Frame(std::mem::take(&mut self.current))
+            self.tail_len = 0;
+            let head = std::mem::take(&mut self.current);
+            ReadEvent::Frame(Frame::split(head, std::mem::take(&mut self.tail)))
         }
     }
 
@@ -209,15 +267,16 @@ impl FrameReader {
         if self.frame_len == 0 || self.current.len() < self.head_len {
             return 0;
         }
-        self.frame_len - self.current.len()
+        self.frame_len - self.current.len() - self.tail.len()
     }
 
     /// Reads more of the current frame's payload straight into the frame
     /// (no copy through a read buffer): `read` appends at most the given
-    /// number of bytes to the frame, whose capacity was reserved when its
-    /// header arrived, and returns how many it appended (0: the stream
-    /// ended). Then the decoder checks those bytes, and the frame goes to
-    /// `sink` if they complete it. Returns the bytes read.
+    /// number of bytes to the frame's head, or once that is complete to
+    /// its detached last segment (each buffer's capacity was reserved when
+    /// the length table was read), and returns how many it appended (0:
+    /// the stream ended). Then the decoder checks those bytes, and the
+    /// frame goes to `sink` if they complete it. Returns the bytes read.
     ///
     /// # Errors
     ///
@@ -228,15 +287,23 @@ impl FrameReader {
         read: impl FnOnce(&mut Vec<u8>, usize) -> io::Result<usize>,
         sink: &mut impl FnMut(ReadEvent) -> bool,
     ) -> io::Result<Result<usize, TcpError>> {
-        let start = self.current.len();
-        let result = read(&mut self.current, self.frame_len - start);
-        let read = self.current.len() - start;
+        let head = self.frame_len - self.tail_len;
+        let into_tail = self.tail_len > 0 && self.current.len() == head;
+        let (buffer, end) = if into_tail {
+            (&mut self.tail, self.tail_len)
+        } else {
+            (&mut self.current, head)
+        };
+        let start = buffer.len();
+        let result = read(buffer, end - start);
+        let read = buffer.len() - start;
         let mut at = start;
         let mut complete = false;
         while !complete {
             // The bytes are already in the frame: the decoder only checks
             // them.
-            let (used, event) = match self.decoder.decode(&self.current[at..]) {
+            let bytes = if into_tail { &self.tail } else { &self.current };
+            let (used, event) = match self.decoder.decode(&bytes[at..]) {
                 Ok(step) => step,
                 Err(error) => return Ok(Err(self.protocol(error))),
             };
@@ -255,7 +322,7 @@ impl FrameReader {
 
     /// The bytes of the frame being assembled.
     pub(crate) fn assembling(&self) -> usize {
-        self.current.len()
+        self.current.len() + self.tail.len()
     }
 
     /// Checks that the stream may end here, as it just did.
@@ -273,6 +340,21 @@ impl FrameReader {
     pub(crate) fn said_goodbye(&self) -> bool {
         self.said_goodbye
     }
+}
+
+/// The length of the last segment of `frame` (whole, checked, with
+/// `segments` segments) if it is received into a buffer of its own (at
+/// least [`DETACH_FROM`] bytes), else 0.
+fn detached_len(segments: u16, frame: &[u8]) -> usize {
+    let Some(last) = usize::from(segments).checked_sub(1) else {
+        return 0;
+    };
+    let at = HEADER_LEN + last * LENGTH_ENTRY_LEN;
+    let len = frame
+        .get(at..at + LENGTH_ENTRY_LEN)
+        .and_then(|entry| entry.try_into().ok())
+        .map_or(0, |entry| u32::from_le_bytes(entry) as usize);
+    if len >= DETACH_FROM { len } else { 0 }
 }
 
 #[cfg(test)]
@@ -358,8 +440,8 @@ mod tests {
             assert_eq!(
                 events,
                 [
-                    ReadEvent::Frame(a.clone()),
-                    ReadEvent::Frame(b.clone()),
+                    ReadEvent::Frame(Frame::whole(a.clone())),
+                    ReadEvent::Frame(Frame::whole(b.clone())),
                     ReadEvent::Goodbye
                 ]
             );
@@ -395,7 +477,7 @@ mod tests {
             })
             .unwrap();
         assert_eq!(used, a.len());
-        assert_eq!(events, [ReadEvent::Frame(a.clone())]);
+        assert_eq!(events, [ReadEvent::Frame(Frame::whole(a.clone()))]);
         let rest = r
             .feed(&wire[used..], &mut |event| {
                 events.push(event);
@@ -403,7 +485,13 @@ mod tests {
             })
             .unwrap();
         assert_eq!(rest, b.len());
-        assert_eq!(events, [ReadEvent::Frame(a), ReadEvent::Frame(b)]);
+        assert_eq!(
+            events,
+            [
+                ReadEvent::Frame(Frame::whole(a)),
+                ReadEvent::Frame(Frame::whole(b))
+            ]
+        );
     }
 
     #[test]
@@ -447,7 +535,11 @@ mod tests {
                     break;
                 }
             }
-            assert_eq!(frames, [ReadEvent::Frame(good.clone())], "{chunk}");
+            assert_eq!(
+                frames,
+                [ReadEvent::Frame(Frame::whole(good.clone()))],
+                "{chunk}"
+            );
             assert!(
                 matches!(
                     error,
@@ -527,7 +619,7 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(read, frame.len() - head - 10);
-        assert_eq!(events, [ReadEvent::Frame(frame.clone())]);
+        assert_eq!(events, [ReadEvent::Frame(Frame::whole(frame.clone()))]);
         assert_eq!(r.payload_left(), 0);
         r.finish().unwrap();
     }

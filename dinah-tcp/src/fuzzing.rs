@@ -53,7 +53,7 @@ pub fn read_stream(
     let mut largest_frame = 0;
     let mut sink = |event: ReadEvent| {
         items.push(match event {
-            ReadEvent::Frame(bytes) => Item::Frame(bytes),
+            ReadEvent::Frame(frame) => Item::Frame(frame.into_whole()),
             ReadEvent::Goodbye => Item::Goodbye,
             ReadEvent::Heartbeat => Item::Heartbeat,
         });

@@ -1,12 +1,12 @@
 //! What reading a connection yields for the driver, in stream order.
 
-use dinah_std::transport::{DownReason, TransportError};
+use dinah_std::transport::{DownReason, Frame, TransportError};
 
 /// One item read off a connection.
 #[derive(Debug)]
 pub(crate) enum Inbound {
     /// A complete, validated frame (header, length table, segments).
-    Frame(Vec<u8>),
+    Frame(Frame),
     /// The peer's goodbye arrived, and exactly the frames it announced
     /// arrived before it.
     Goodbye,

@@ -5,18 +5,19 @@ use std::collections::VecDeque;
 use std::io::{self, IoSlice};
 use std::net::TcpStream;
 
-use dinah_std::transport::{TransportHandle, frame_buffers};
+use dinah_std::transport::{Frame, TransportHandle, frame_buffers};
 
 use crate::socket;
 
-/// The most frames one vectored write gathers (Linux allows 1024).
+/// The most slices one vectored write gathers (Linux allows 1024): a
+/// whole frame is one, a split frame two (its head and its tail).
 const MAX_SLICES: usize = 64;
 
 /// A frame waiting to be written.
 #[derive(Debug)]
 pub(crate) struct Pending {
-    /// The frame's bytes.
-    pub(crate) bytes: Vec<u8>,
+    /// The frame.
+    pub(crate) frame: Frame,
     /// Taken from the handle (completed on it once written or failed);
     /// `false` for the driver's own goodbye.
     pub(crate) from_handle: bool,
@@ -54,9 +55,10 @@ impl Outbox {
     }
 
     /// Queues a frame behind the others.
-    pub(crate) fn push(&mut self, bytes: Vec<u8>, from_handle: bool) {
-        self.bytes += bytes.len() as u64;
-        self.frames.push_back(Pending { bytes, from_handle });
+    pub(crate) fn push(&mut self, frame: impl Into<Frame>, from_handle: bool) {
+        let frame = frame.into();
+        self.bytes += frame.len() as u64;
+        self.frames.push_back(Pending { frame, from_handle });
     }
 
     /// Is nothing left to write?
@@ -65,7 +67,8 @@ impl Outbox {
     }
 
     /// Writes queued frames to `stream` without blocking, up to about
-    /// `max_bytes`, gathering up to 64 frames per `sendmsg`. Each frame
+    /// `max_bytes`, gathering up to 64 slices per `sendmsg` (a split
+    /// frame's head and tail are written from their own buffers). Each frame
     /// taken from the handle is completed on `handle` once fully written.
     ///
     /// # Errors
@@ -83,15 +86,22 @@ impl Outbox {
             let mut slices = [IoSlice::new(&[]); MAX_SLICES];
             let mut count = 0;
             let mut gathered = 0;
-            for (i, frame) in self.frames.iter().enumerate().take(MAX_SLICES) {
-                let bytes = if i == 0 {
-                    &frame.bytes[self.offset..]
+            'gather: for (i, pending) in self.frames.iter().enumerate() {
+                let skip = if i == 0 { self.offset } else { 0 };
+                let (head, tail) = (pending.frame.head(), pending.frame.tail());
+                let parts = if skip < head.len() {
+                    [&head[skip..], tail]
                 } else {
-                    &frame.bytes[..]
+                    [&tail[skip - head.len()..], &[][..]]
                 };
-                slices[count] = IoSlice::new(bytes);
-                count += 1;
-                gathered += bytes.len();
+                for part in parts.into_iter().filter(|part| !part.is_empty()) {
+                    if count == MAX_SLICES {
+                        break 'gather;
+                    }
+                    slices[count] = IoSlice::new(part);
+                    count += 1;
+                    gathered += part.len();
+                }
                 if gathered >= max_bytes {
                     break;
                 }
@@ -117,7 +127,7 @@ impl Outbox {
             let Some(front) = self.frames.front() else {
                 break;
             };
-            let left = front.bytes.len() - self.offset;
+            let left = front.frame.len() - self.offset;
             if written < left {
                 self.offset += written;
                 return;
@@ -125,20 +135,20 @@ impl Outbox {
             written -= left;
             self.offset = 0;
             if let Some(done) = self.frames.pop_front() {
-                self.bytes -= done.bytes.len() as u64;
+                self.bytes -= done.frame.len() as u64;
                 if done.from_handle {
-                    handle.complete_send(done.bytes.len(), true);
+                    handle.complete_send(done.frame.len(), true);
                 }
-                // Written: the buffer can carry the next frame read or
+                // Written: the buffers can carry the next frames read or
                 // encoded on this thread.
-                frame_buffers::give(done.bytes);
+                frame_buffers::give_frame(done.frame);
             }
         }
         // A zero-length frame is complete as soon as it is reached.
         while self
             .frames
             .front()
-            .is_some_and(|f| f.bytes.len() == self.offset)
+            .is_some_and(|f| f.frame.len() == self.offset)
         {
             if let Some(done) = self.frames.pop_front() {
                 self.offset = 0;
@@ -162,7 +172,7 @@ impl Outbox {
         self.frames
             .iter()
             .filter(|f| !f.from_handle)
-            .fold((0, 0), |(n, b), f| (n + 1, b + f.bytes.len() as u64))
+            .fold((0, 0), |(n, b), f| (n + 1, b + f.frame.len() as u64))
     }
 }
 

@@ -142,6 +142,11 @@ macro_rules! wire_newtype {
             fn encode(&self, out: &mut SegmentWriter) -> Result<(), CodecError> {
                 self.0.encode(out)
             }
+            // Consumed, the payload's buffer travels as it is (a large
+            // `Vec<u8>` in a split frame).
+            fn encode_owned(self, out: &mut SegmentWriter) -> Result<(), CodecError> {
+                self.0.encode_owned(out)
+            }
             fn decode(input: &mut SegmentReader<'_>) -> Result<Self, CodecError> {
                 <$inner>::decode(input).map($name)
             }

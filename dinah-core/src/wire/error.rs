@@ -218,6 +218,16 @@ pub enum ProtocolError {
         /// The kind byte found.
         code: u8,
     },
+    /// A frame held in two parts (see
+    /// [`decode_split_frame`](super::decode_split_frame)) whose second
+    /// part is not exactly its last segment, or is an error frame's text
+    /// (error frames are never split).
+    MisplacedSplit {
+        /// The length of the frame's last segment (0 without segments).
+        last: u32,
+        /// The length of the second part.
+        tail: usize,
+    },
     /// Encoding or assembling only: the output buffer is too small.
     BufferTooSmall {
         /// Bytes needed.
@@ -315,6 +325,10 @@ impl fmt::Display for ProtocolError {
             Self::SegmentCountMismatch { declared, actual } => write!(
                 f,
                 "header declares {declared} segment(s) but {actual} were given"
+            ),
+            Self::MisplacedSplit { last, tail } => write!(
+                f,
+                "a frame's detached part of {tail} bytes is not its last segment ({last} bytes)"
             ),
             Self::BufferTooSmall { needed, available } => {
                 write!(f, "buffer of {available} bytes is too small for {needed}")

@@ -121,13 +121,34 @@ pub fn decode_frame<'a>(
     bytes: &'a [u8],
     ctx: &DecodeContext,
 ) -> Result<FrameRef<'a>, ProtocolError> {
-    let Some((fixed, rest)) = bytes.split_first_chunk::<HEADER_LEN>() else {
-        return Err(ProtocolError::ShortHeader { len: bytes.len() });
+    let (header, table, payload) = check_parts(bytes, 0, ctx)?;
+    if header.kind() == MessageKind::Error {
+        check_utf8(payload)?;
+    }
+    Ok(FrameRef {
+        header,
+        table,
+        payload,
+    })
+}
+
+/// The checks of [`decode_frame`] for a frame held as `head` followed by
+/// `tail` more bytes kept elsewhere (none for a whole frame), up to and
+/// including the frame's length; the error text is left to the caller.
+/// Returns the header, the length table and the payload bytes in `head`.
+pub(crate) fn check_parts<'a>(
+    head: &'a [u8],
+    tail: usize,
+    ctx: &DecodeContext,
+) -> Result<(Header, &'a [u8], &'a [u8]), ProtocolError> {
+    let actual = head.len().saturating_add(tail);
+    let Some((fixed, rest)) = head.split_first_chunk::<HEADER_LEN>() else {
+        return Err(ProtocolError::ShortHeader { len: head.len() });
     };
     let header = Header::decode_array(fixed, ctx)?;
     let truncated = ProtocolError::Truncated {
         expected: header.frame_len(),
-        actual: bytes.len(),
+        actual,
     };
     let table_len = header.head_len() - HEADER_LEN;
     let mut check = TableCheck::new(&header);
@@ -141,25 +162,18 @@ pub fn decode_frame<'a>(
         check.entry(index, u32::from_le_bytes(len), ctx.limits())?;
     }
     check.finish()?;
-    if bytes.len() != header.frame_len() {
-        return Err(if bytes.len() < header.frame_len() {
+    if actual != header.frame_len() {
+        return Err(if actual < header.frame_len() {
             truncated
         } else {
             ProtocolError::TrailingBytes {
                 expected: header.frame_len(),
-                actual: bytes.len(),
+                actual,
             }
         });
     }
     let (table, payload) = rest.split_at(table_len);
-    if header.kind() == MessageKind::Error {
-        check_utf8(payload)?;
-    }
-    Ok(FrameRef {
-        header,
-        table,
-        payload,
-    })
+    Ok((header, table, payload))
 }
 
 /// Checks a length table entry by entry (shared by both decoders so they
@@ -312,6 +326,13 @@ impl<'a> FrameRef<'a> {
 pub struct Segments<'a> {
     table: &'a [u8],
     payload: &'a [u8],
+}
+
+impl<'a> Segments<'a> {
+    /// The segments of a checked `table` over `payload`.
+    pub(crate) const fn new(table: &'a [u8], payload: &'a [u8]) -> Self {
+        Self { table, payload }
+    }
 }
 
 impl<'a> Iterator for Segments<'a> {

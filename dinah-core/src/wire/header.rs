@@ -207,22 +207,54 @@ impl Header {
         L: IntoIterator<Item = usize>,
         L::IntoIter: ExactSizeIterator,
     {
+        Self::packed_with_tail(origin, message, lens, payload, 0, limits)
+    }
+
+    /// [`Header::packed`] for a payload whose last segment, of `tail`
+    /// bytes, is held apart from `payload` (the other segments back to
+    /// back), as a [split frame](super::decode_split_frame) carries it.
+    /// `lens` gives every segment's length, the last one's included. A
+    /// `tail` of 0 is [`Header::packed`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Header::packed`] for the payload of `payload.len() + tail`
+    /// bytes, and [`ProtocolError::MisplacedSplit`] if a non-zero `tail`
+    /// is not the last segment's length or the message is an error.
+    #[inline]
+    pub fn packed_with_tail<L>(
+        origin: Rank,
+        message: Message,
+        lens: L,
+        payload: &[u8],
+        tail: usize,
+        limits: &ProtocolLimits,
+    ) -> Result<Self, ProtocolError>
+    where
+        L: IntoIterator<Item = usize>,
+        L::IntoIter: ExactSizeIterator,
+    {
         let lens = lens.into_iter();
         let count = u16::try_from(lens.len()).unwrap_or(u16::MAX);
-        let total = payload.len() as u64;
+        let total = payload.len() as u64 + tail as u64;
         let kind = message.kind();
         let payload_len = shaped_payload_len(kind, count, total, limits)?;
         let mut sum: u64 = 0;
+        let mut last = 0;
         for (index, len) in (0..count).zip(lens) {
             let len = u32::try_from(len).unwrap_or(u32::MAX);
             check_segment_len(index, len, limits)?;
             sum += u64::from(len);
+            last = len;
         }
         if sum != total {
             return Err(ProtocolError::LengthMismatch {
                 declared: payload_len,
                 sum,
             });
+        }
+        if tail > 0 && (last as usize != tail || kind == MessageKind::Error) {
+            return Err(ProtocolError::MisplacedSplit { last, tail });
         }
         if kind == MessageKind::Error {
             // One segment (checked by the shape): the whole payload.

@@ -7,7 +7,7 @@ use syn::ext::IdentExt;
 use syn::{DataEnum, Path};
 
 use super::Body;
-use super::fields::{self, Locals};
+use super::fields::{self, Encode, Locals};
 use crate::attrs::reject_wire_attrs;
 
 /// The most variants a one-byte tag can tell apart.
@@ -25,6 +25,7 @@ pub(super) fn body(
     check(ident, data)?;
     let mut schemas = Vec::new();
     let mut encode_arms = Vec::new();
+    let mut encode_owned_arms = Vec::new();
     let mut decode_arms = Vec::new();
     for (position, variant) in data.variants.iter().enumerate() {
         let tag = Literal::u8_suffixed(tag(position));
@@ -36,8 +37,17 @@ pub(super) fn body(
 
         let (pattern, values) = fields::pattern(&path, &variant.fields);
         let out = &locals.out;
-        let encode_fields = fields::encode_each(&variant.fields, &values, krate, locals);
+        let encode_fields =
+            fields::encode_each(&variant.fields, &values, Encode::Borrowed, krate, locals);
         encode_arms.push(quote! {
+            #pattern => {
+                #krate::SegmentWriter::push(#out, &[#tag]);
+                #encode_fields
+            }
+        });
+        let encode_fields =
+            fields::encode_each(&variant.fields, &values, Encode::Owned, krate, locals);
+        encode_owned_arms.push(quote! {
             #pattern => {
                 #krate::SegmentWriter::push(#out, &[#tag]);
                 #encode_fields
@@ -51,6 +61,12 @@ pub(super) fn body(
         encode: quote! {
             match self {
                 #(#encode_arms)*
+            }
+            ::core::result::Result::Ok(())
+        },
+        encode_owned: quote! {
+            match self {
+                #(#encode_owned_arms)*
             }
             ::core::result::Result::Ok(())
         },

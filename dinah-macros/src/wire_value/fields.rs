@@ -61,18 +61,30 @@ pub(super) fn schema_list(fields: &Fields, krate: &Path) -> TokenStream {
     quote!(&[#(#entries),*])
 }
 
-/// Statements encoding each field, in order, from the bindings `values`
-/// (each a reference to the field).
+/// How a field is encoded: from a reference, or consuming it.
+#[derive(Clone, Copy)]
+pub(super) enum Encode {
+    /// `WireValue::encode`, each value a reference to the field.
+    Borrowed,
+    /// `WireValue::encode_owned`, each value the field itself.
+    Owned,
+}
+
+/// Statements encoding each field, in order, from the bindings `values`.
 pub(super) fn encode_each(
     fields: &Fields,
     values: &[TokenStream],
+    how: Encode,
     krate: &Path,
     locals: &Locals,
 ) -> TokenStream {
     let out = &locals.out;
     let calls = fields.iter().zip(values).map(|(field, value)| {
         let codec = codec(field, krate);
-        quote!(#codec::encode(#value, #out)?;)
+        match how {
+            Encode::Borrowed => quote!(#codec::encode(#value, #out)?;),
+            Encode::Owned => quote!(#codec::encode_owned(#value, #out)?;),
+        }
     });
     quote!(#(#calls)*)
 }

@@ -68,18 +68,29 @@ impl MpiDriver {
         }
         match taken {
             Taken::Message(bytes) => self.receives.push_received(stream, from, bytes),
-            Taken::Announced(len) => match usize::try_from(len) {
-                Ok(len) if len <= self.limits.max_frame_bytes as usize => {
-                    self.receives.start_large(
-                        self.comm.get(),
-                        stream,
-                        from,
-                        len,
-                        &mut self.buffers,
-                    );
+            Taken::Announced(announced) => {
+                let max = u64::from(self.limits.max_frame_bytes);
+                let lens = announced
+                    .head
+                    .checked_add(announced.tail)
+                    .filter(|&len| len <= max)
+                    .and_then(|_| {
+                        let head = usize::try_from(announced.head).ok()?;
+                        Some((head, usize::try_from(announced.tail).ok()?))
+                    });
+                match lens {
+                    Some(lens) => {
+                        self.receives.start_large(
+                            self.comm.get(),
+                            stream,
+                            from,
+                            lens,
+                            &mut self.buffers,
+                        );
+                    }
+                    None => self.peers.on_violation(from),
                 }
-                _ => self.peers.on_violation(from),
-            },
+            }
         }
         true
     }
@@ -101,15 +112,21 @@ impl MpiDriver {
         let (world, limits) = (*world, *limits);
         let mut absorbed = false;
         let stream = Stream::of(channel);
-        let counted = receives.take_ready(stream, true, out.left, buffers, |from, bytes| {
+        let counted = receives.take_ready(stream, true, out.left, buffers, |from, frame| {
             // Anything received is a sign of life.
             liveness.heard(from, now);
-            if farewell::is_heartbeat(&bytes, channel, from, world, limits) {
+            // Heartbeats and goodbyes are whole frames without payload.
+            let bytes = if frame.is_split() {
+                &[][..]
+            } else {
+                frame.head()
+            };
+            if farewell::is_heartbeat(bytes, channel, from, world, limits) {
                 peers.on_frame(from, channel);
                 absorbed = true;
                 return false;
             }
-            if let Some(frames_sent) = farewell::parse_goodbye(&bytes, channel, from, world, limits)
+            if let Some(frames_sent) = farewell::parse_goodbye(bytes, channel, from, world, limits)
             {
                 peers.on_goodbye(from, channel, frames_sent);
                 absorbed = true;
@@ -117,11 +134,11 @@ impl MpiDriver {
             }
             peers.on_frame(from, channel);
             *frames_received += 1;
-            *bytes_received += bytes.len() as u64;
+            *bytes_received += frame.len() as u64;
             out.push(TransportEvent::Frame {
                 from,
                 channel,
-                bytes,
+                frame,
             });
             true
         });
@@ -151,7 +168,8 @@ impl MpiDriver {
         receives.take_ready(Stream::Close, false, usize::MAX, buffers, |from, bytes| {
             // A marker from an earlier transport on a reused communicator
             // context carries another session number: ignored.
-            if let Some((session, lost)) = farewell::parse_close_marker(&bytes) {
+            // Probed messages: always whole.
+            if let Some((session, lost)) = farewell::parse_close_marker(bytes.head()) {
                 if sessions.get(from.index()) == Some(&session) {
                     peers.on_close(from, lost > 0);
                 }

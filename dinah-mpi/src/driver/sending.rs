@@ -26,6 +26,26 @@ fn post_batch(
     channel: Channel,
     batch: Batch,
 ) {
+    let kind = SendKind::Frames {
+        channel,
+        frames: batch.frames,
+        bytes: batch.frame_bytes,
+    };
+    if !batch.tail.is_empty() {
+        // A split frame: announced with both lengths, then its head and
+        // its tail on the large tag, each from its own buffer. The tail's
+        // send completes the frame on the handle.
+        let announcement = large::split_announcement(batch.bytes.len(), batch.tail.len());
+        sends.post(comm.get(), to, stream, announcement, SendKind::Internal);
+        let head = SendKind::Frames {
+            channel,
+            frames: 0,
+            bytes: 0,
+        };
+        sends.post(comm.get(), to, stream.large(), batch.bytes, head);
+        sends.post(comm.get(), to, stream.large(), batch.tail, kind);
+        return;
+    }
     let stream = if large::is_large(&batch.bytes) {
         let announcement = large::announcement(batch.bytes.len());
         sends.post(comm.get(), to, stream, announcement, SendKind::Internal);
@@ -33,17 +53,7 @@ fn post_batch(
     } else {
         stream
     };
-    sends.post(
-        comm.get(),
-        to,
-        stream,
-        batch.bytes,
-        SendKind::Frames {
-            channel,
-            frames: batch.frames,
-            bytes: batch.frame_bytes,
-        },
-    );
+    sends.post(comm.get(), to, stream, batch.bytes, kind);
 }
 
 impl MpiDriver {

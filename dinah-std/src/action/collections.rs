@@ -73,6 +73,10 @@ impl<T: WireValue> WireValue for Vec<T> {
         T::encode_slice(self, out)
     }
 
+    fn encode_owned(self, out: &mut SegmentWriter) -> Result<(), CodecError> {
+        T::encode_vec(self, out)
+    }
+
     fn decode(input: &mut SegmentReader<'_>) -> Result<Self, CodecError> {
         T::decode_vec(input)
     }
@@ -83,6 +87,10 @@ impl<T: WireValue> WireValue for Box<[T]> {
 
     fn encode(&self, out: &mut SegmentWriter) -> Result<(), CodecError> {
         T::encode_slice(self, out)
+    }
+
+    fn encode_owned(self, out: &mut SegmentWriter) -> Result<(), CodecError> {
+        T::encode_vec(self.into_vec(), out)
     }
 
     fn decode(input: &mut SegmentReader<'_>) -> Result<Self, CodecError> {
@@ -114,6 +122,10 @@ impl<T: WireValue> WireValue for Box<T> {
         T::encode(self, out)
     }
 
+    fn encode_owned(self, out: &mut SegmentWriter) -> Result<(), CodecError> {
+        T::encode_owned(*self, out)
+    }
+
     fn decode(input: &mut SegmentReader<'_>) -> Result<Self, CodecError> {
         T::decode(input).map(Box::new)
     }
@@ -131,6 +143,19 @@ impl<T: WireValue, E: WireValue> WireValue for Result<T, E> {
             Err(error) => {
                 out.push(&[1]);
                 error.encode(out)
+            }
+        }
+    }
+
+    fn encode_owned(self, out: &mut SegmentWriter) -> Result<(), CodecError> {
+        match self {
+            Ok(value) => {
+                out.push(&[0]);
+                value.encode_owned(out)
+            }
+            Err(error) => {
+                out.push(&[1]);
+                error.encode_owned(out)
             }
         }
     }

@@ -14,7 +14,26 @@
 use super::{CodecError, SegmentReader, SegmentWriter, WireValue, composite_schema, schema_id};
 
 macro_rules! numeric {
-    ($($ty:ty => $name:literal),* $(,)?) => {$(
+    // Elements copied out of the segment, little-endian.
+    (@decode_vec $ty:ty) => {
+        fn decode_vec(input: &mut SegmentReader<'_>) -> Result<Vec<Self>, CodecError> {
+                const SIZE: usize = size_of::<$ty>();
+                let index = input.position();
+                let segment = input.next_segment()?;
+                let chunks = segment.chunks_exact(SIZE);
+                if !chunks.remainder().is_empty() {
+                    return Err(CodecError::SegmentLength { index, expected: SIZE, actual: segment.len() });
+                }
+                Ok(chunks
+                    .map(|chunk| {
+                        let mut bytes = [0u8; SIZE];
+                        bytes.copy_from_slice(chunk);
+                        <$ty>::from_le_bytes(bytes)
+                    })
+                    .collect())
+            }
+    };
+    (@impl $ty:ty => $name:literal, { $($owned:tt)* }) => {
         impl WireValue for $ty {
             const SCHEMA_ID: u64 = schema_id(concat!("dinah.", $name));
 
@@ -47,28 +66,30 @@ macro_rules! numeric {
                 Ok(())
             }
 
-            fn decode_vec(input: &mut SegmentReader<'_>) -> Result<Vec<Self>, CodecError> {
-                const SIZE: usize = size_of::<$ty>();
-                let index = input.position();
-                let segment = input.next_segment()?;
-                let chunks = segment.chunks_exact(SIZE);
-                if !chunks.remainder().is_empty() {
-                    return Err(CodecError::SegmentLength { index, expected: SIZE, actual: segment.len() });
-                }
-                Ok(chunks
-                    .map(|chunk| {
-                        let mut bytes = [0u8; SIZE];
-                        bytes.copy_from_slice(chunk);
-                        <$ty>::from_le_bytes(bytes)
-                    })
-                    .collect())
-            }
+            $($owned)*
         }
+    };
+    ($($ty:ty => $name:literal),* $(,)?) => {$(
+        numeric!(@impl $ty => $name, { numeric!(@decode_vec $ty); });
     )*};
 }
 
+// A `Vec<u8>`'s buffer is its packed segment: taken whole when the vector
+// is consumed, and a received frame's detached last segment becomes the
+// decoded vector.
+numeric!(@impl u8 => "u8", {
+    fn encode_vec(items: Vec<Self>, out: &mut SegmentWriter) -> Result<(), CodecError> {
+        out.push_owned(items);
+        Ok(())
+    }
+
+    fn decode_vec(input: &mut SegmentReader<'_>) -> Result<Vec<Self>, CodecError> {
+        input.next_vec()
+    }
+});
+
 numeric!(
-    u8 => "u8", u16 => "u16", u32 => "u32", u64 => "u64", u128 => "u128",
+    u16 => "u16", u32 => "u32", u64 => "u64", u128 => "u128",
     i8 => "i8", i16 => "i16", i32 => "i32", i64 => "i64", i128 => "i128",
     f32 => "f32", f64 => "f64",
 );
@@ -126,12 +147,17 @@ impl WireValue for String {
         Ok(())
     }
 
+    /// The string's buffer, handed over as a `Vec<u8>` is.
+    fn encode_owned(self, out: &mut SegmentWriter) -> Result<(), CodecError> {
+        out.push_owned(self.into_bytes());
+        Ok(())
+    }
+
+    /// A received frame's detached last segment becomes the string
+    /// without a copy (checked as UTF-8 in place).
     fn decode(input: &mut SegmentReader<'_>) -> Result<Self, CodecError> {
         let index = input.position();
-        let segment = input.next_segment()?;
-        std::str::from_utf8(segment)
-            .map(str::to_owned)
-            .map_err(|_| CodecError::InvalidUtf8 { index })
+        String::from_utf8(input.next_vec()?).map_err(|_| CodecError::InvalidUtf8 { index })
     }
 }
 
@@ -147,6 +173,19 @@ impl<T: WireValue> WireValue for Option<T> {
             Some(value) => {
                 out.push(&[1]);
                 value.encode(out)
+            }
+        }
+    }
+
+    fn encode_owned(self, out: &mut SegmentWriter) -> Result<(), CodecError> {
+        match self {
+            None => {
+                out.push(&[0]);
+                Ok(())
+            }
+            Some(value) => {
+                out.push(&[1]);
+                value.encode_owned(out)
             }
         }
     }
@@ -170,6 +209,13 @@ macro_rules! tuple {
             fn encode(&self, out: &mut SegmentWriter) -> Result<(), CodecError> {
                 let ($($name,)+) = self;
                 $($name.encode(out)?;)+
+                Ok(())
+            }
+
+            #[expect(non_snake_case, reason = "the bindings are named after the type parameters")]
+            fn encode_owned(self, out: &mut SegmentWriter) -> Result<(), CodecError> {
+                let ($($name,)+) = self;
+                $($name.encode_owned(out)?;)+
                 Ok(())
             }
 

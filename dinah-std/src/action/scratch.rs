@@ -58,7 +58,8 @@ struct Hint {
     kind: FrameKind,
     /// How many segments its payload had.
     segments: usize,
-    /// Was its payload at least [`IN_PLACE_FROM`] bytes?
+    /// Were its payload's bytes in the writer's own buffer (a detached
+    /// last segment aside) at least [`IN_PLACE_FROM`] bytes?
     large: bool,
 }
 
@@ -78,6 +79,7 @@ impl Scratch {
                 ends: Vec::new(),
                 depth: 0,
                 start: 0,
+                tail: Vec::new(),
             },
             hints: [None; HINTS],
         }
@@ -144,7 +146,7 @@ pub(crate) fn with_frame_writer<R, E>(
             action,
             kind,
             segments: writer.len(),
-            large: writer.payload_len() >= IN_PLACE_FROM,
+            large: writer.bytes().len() >= IN_PLACE_FROM,
         });
         frame(writer)
     })

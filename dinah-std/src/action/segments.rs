@@ -2,13 +2,21 @@
 
 use std::fmt;
 
-use dinah_core::wire::Segments;
+use dinah_core::wire::{Segments, SplitFrameRef};
 
 use super::CodecError;
 
 /// Collects the payload segments a [`WireValue`](super::WireValue) encodes
 /// into: one contiguous buffer plus the segment boundaries, so a frame is
 /// assembled with one copy.
+///
+/// # A detached last segment
+///
+/// A large buffer the value owns can be handed over whole
+/// ([`push_owned`](Self::push_owned)): if it is the payload's last
+/// segment, it travels to the transport in its own allocation, never
+/// copied next to the frame's head. A segment pushed after it copies it
+/// into the shared buffer first, so at most the last segment is detached.
 ///
 /// # Groups
 ///
@@ -31,6 +39,9 @@ pub struct SegmentWriter {
     /// [`reserve_head`](Self::reserve_head)); the first segment starts
     /// there.
     pub(super) start: usize,
+    /// The detached last segment (see [the type's docs](Self)); empty if
+    /// there is none.
+    pub(super) tail: Vec<u8>,
 }
 
 impl SegmentWriter {
@@ -42,6 +53,7 @@ impl SegmentWriter {
     /// Appends one segment holding `bytes` (inside a group, one record).
     #[inline]
     pub fn push(&mut self, bytes: &[u8]) {
+        self.attach_tail();
         if self.depth > 0 {
             self.data.extend_from_slice(&record_len(bytes.len()));
             self.data.extend_from_slice(bytes);
@@ -55,6 +67,7 @@ impl SegmentWriter {
     /// (everything `fill` appends becomes the segment; inside a group, one
     /// record).
     pub fn push_with(&mut self, fill: impl FnOnce(&mut Vec<u8>)) {
+        self.attach_tail();
         if self.depth > 0 {
             let at = self.open_record();
             fill(&mut self.data);
@@ -75,6 +88,7 @@ impl SegmentWriter {
         &mut self,
         fill: impl FnOnce(&mut Vec<u8>) -> Result<(), CodecError>,
     ) -> Result<(), CodecError> {
+        self.attach_tail();
         let start = self.data.len();
         let at = (self.depth > 0).then(|| self.open_record());
         if let Err(error) = fill(&mut self.data) {
@@ -99,6 +113,7 @@ impl SegmentWriter {
         &mut self,
         encode: impl FnOnce(&mut SegmentWriter) -> Result<(), CodecError>,
     ) -> Result<(), CodecError> {
+        self.attach_tail();
         let start = self.data.len();
         let at = (self.depth > 0).then(|| self.open_record());
         self.depth += 1;
@@ -113,6 +128,31 @@ impl SegmentWriter {
             None => self.ends.push(self.data.len()),
         }
         Ok(())
+    }
+
+    /// Appends one segment holding `bytes`, taking the buffer instead of
+    /// copying it where that saves a copy: a buffer of at least
+    /// [`DETACH_FROM`] bytes, outside a group, becomes the detached last
+    /// segment (see [the type's docs](Self)). Anything else is copied as
+    /// by [`push`](Self::push).
+    pub fn push_owned(&mut self, bytes: Vec<u8>) {
+        if self.depth > 0 || bytes.len() < DETACH_FROM {
+            self.push(&bytes);
+            return;
+        }
+        self.attach_tail();
+        self.tail = bytes;
+    }
+
+    /// Copies a detached last segment into the shared buffer, so that the
+    /// next segment can follow it.
+    #[inline]
+    fn attach_tail(&mut self) {
+        if !self.tail.is_empty() {
+            let tail = std::mem::take(&mut self.tail);
+            self.data.extend_from_slice(&tail);
+            self.ends.push(self.data.len());
+        }
     }
 
     /// Reserves a record's length prefix; returns where it is.
@@ -130,48 +170,73 @@ impl SegmentWriter {
 
     /// The number of segments so far.
     pub fn len(&self) -> usize {
-        self.ends.len()
+        self.ends.len() + usize::from(self.has_tail())
     }
 
     /// No segment yet?
     pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
+        self.len() == 0
     }
 
     /// Total payload bytes so far.
     pub fn payload_len(&self) -> usize {
-        self.data.len() - self.start
+        self.data.len() - self.start + self.tail.len()
+    }
+
+    /// Is the last segment detached?
+    pub(crate) fn has_tail(&self) -> bool {
+        !self.tail.is_empty()
+    }
+
+    /// The length of the detached last segment (0 if there is none).
+    pub(crate) fn tail_len(&self) -> usize {
+        self.tail.len()
     }
 
     /// The segments in order.
     pub fn segments(&self) -> impl ExactSizeIterator<Item = &[u8]> + '_ {
-        self.ends.iter().enumerate().map(move |(i, &end)| {
-            let start = if i == 0 { self.start } else { self.ends[i - 1] };
-            &self.data[start..end]
-        })
+        (0..self.len()).map(move |i| self.segment(i))
     }
 
-    /// The segments' bytes, back to back.
+    /// Segment `i` (below [`len`](Self::len)).
+    fn segment(&self, i: usize) -> &[u8] {
+        let Some(&end) = self.ends.get(i) else {
+            return &self.tail;
+        };
+        let start = if i == 0 { self.start } else { self.ends[i - 1] };
+        &self.data[start..end]
+    }
+
+    /// The bytes of the segments in the shared buffer, back to back: all
+    /// of them but a detached last one.
     pub(crate) fn bytes(&self) -> &[u8] {
         &self.data[self.start..]
     }
 
-    /// The segments' lengths in order.
+    /// The segments' lengths in order, a detached last one's included.
     pub(crate) fn lens(&self) -> impl ExactSizeIterator<Item = usize> + '_ {
         let mut start = self.start;
-        self.ends.iter().map(move |&end| {
+        let inline = self.ends.iter().map(move |&end| {
             let len = end - start;
             start = end;
             len
-        })
+        });
+        let tail = self.has_tail().then_some(self.tail.len());
+        ExactChain(inline, tail)
     }
 
-    /// Forgets the segments, keeping the buffers' capacity.
+    /// Takes the detached last segment (empty if there is none).
+    pub(crate) fn take_tail(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.tail)
+    }
+
+    /// Forgets the segments, keeping the shared buffer's capacity.
     pub fn clear(&mut self) {
         self.data.clear();
         self.ends.clear();
         self.depth = 0;
         self.start = 0;
+        self.tail = Vec::new();
     }
 
     /// Reserves `len` bytes before the first segment (an empty writer
@@ -190,7 +255,8 @@ impl SegmentWriter {
         self.start
     }
 
-    /// The buffer as a frame of `head` followed by the segments, if the
+    /// The buffer as a frame of `head` followed by the segments in it (a
+    /// detached last segment must have been taken first), if the
     /// room reserved before them is exactly `head`'s length: the head is
     /// written into that room and the buffer is handed over whole (the
     /// writer is left empty, writing next into the buffer `replacement`
@@ -203,12 +269,37 @@ impl SegmentWriter {
         if head.len() != self.start || self.data.len() < self.start {
             return None;
         }
+        debug_assert!(!self.has_tail(), "the detached segment was taken");
         self.data[..self.start].copy_from_slice(head);
         let frame = std::mem::replace(&mut self.data, replacement());
         self.clear();
         Some(frame)
     }
 }
+
+/// The smallest buffer [`SegmentWriter::push_owned`] keeps whole as a
+/// detached last segment (64 KiB). Below it, copying the bytes next to
+/// the frame's head costs less than sending and receiving a second buffer.
+pub const DETACH_FROM: usize = 64 << 10;
+
+/// An exact-size iterator of `A`'s items, then one more if `B` has one.
+struct ExactChain<A>(A, Option<usize>);
+
+impl<A: Iterator<Item = usize>> Iterator for ExactChain<A> {
+    type Item = usize;
+
+    fn next(&mut self) -> Option<usize> {
+        self.0.next().or_else(|| self.1.take())
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let (low, high) = self.0.size_hint();
+        let more = usize::from(self.1.is_some());
+        (low + more, high.map(|high| high + more))
+    }
+}
+
+impl<A: ExactSizeIterator<Item = usize>> ExactSizeIterator for ExactChain<A> {}
 
 /// Bytes of a record's length prefix in a group.
 pub(super) const RECORD_PREFIX: usize = 4;
@@ -224,8 +315,8 @@ fn record_len(len: usize) -> [u8; RECORD_PREFIX] {
 impl fmt::Debug for SegmentWriter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SegmentWriter")
-            .field("segments", &self.ends.len())
-            .field("bytes", &self.data.len())
+            .field("segments", &self.len())
+            .field("bytes", &self.payload_len())
             .finish()
     }
 }
@@ -235,6 +326,9 @@ impl fmt::Debug for SegmentWriter {
 pub struct SegmentReader<'a> {
     source: Source<'a>,
     taken: usize,
+    /// A received frame's detached last segment, read after the source's
+    /// segments; its buffer can be taken ([`next_vec`](Self::next_vec)).
+    tail: Option<&'a mut Vec<u8>>,
 }
 
 enum Source<'a> {
@@ -255,14 +349,12 @@ impl<'a> Iterator for Source<'a> {
         match self {
             Self::Frame(segments) => segments.next(),
             Self::Writer { writer, next } => {
-                let end = *writer.ends.get(*next)?;
-                let start = if *next == 0 {
-                    writer.start
-                } else {
-                    writer.ends[*next - 1]
-                };
+                let writer: &'a SegmentWriter = writer;
+                if *next >= writer.len() {
+                    return None;
+                }
                 *next += 1;
-                Some(&writer.data[start..end])
+                Some(writer.segment(*next - 1))
             }
             Self::Group(rest) => {
                 let (prefix, after) = rest.split_first_chunk::<RECORD_PREFIX>()?;
@@ -282,6 +374,19 @@ impl<'a> SegmentReader<'a> {
         Self {
             source: Source::Frame(segments),
             taken: 0,
+            tail: None,
+        }
+    }
+
+    /// A reader over a received frame held in two parts: the segments in
+    /// its head, then `tail`, its detached last segment, whose buffer a
+    /// `Vec<u8>` read from it takes over ([`next_vec`](Self::next_vec)).
+    pub(crate) fn from_split_frame(frame: SplitFrameRef<'a>, tail: &'a mut Vec<u8>) -> Self {
+        debug_assert_eq!(frame.tail_len(), tail.len());
+        Self {
+            source: Source::Frame(frame.head_segments()),
+            taken: 0,
+            tail: Some(tail),
         }
     }
 
@@ -291,6 +396,7 @@ impl<'a> SegmentReader<'a> {
         Self {
             source: Source::Group(group),
             taken: 0,
+            tail: None,
         }
     }
 
@@ -299,6 +405,7 @@ impl<'a> SegmentReader<'a> {
         Self {
             source: Source::Writer { writer, next: 0 },
             taken: 0,
+            tail: None,
         }
     }
 
@@ -309,13 +416,39 @@ impl<'a> SegmentReader<'a> {
     /// [`CodecError::MissingSegment`] if there is none.
     #[inline]
     pub fn next_segment(&mut self) -> Result<&'a [u8], CodecError> {
-        match self.source.next() {
+        let next = match self.source.next() {
+            Some(segment) => Some(segment),
+            // The detached last segment, lent for the reader's lifetime.
+            None => self.tail.take().map(|tail| -> &'a [u8] { tail }),
+        };
+        match next {
             Some(segment) => {
                 self.taken += 1;
                 Ok(segment)
             }
             None => Err(CodecError::MissingSegment { index: self.taken }),
         }
+    }
+
+    /// The next segment as an owned buffer: a received frame's detached
+    /// last segment is handed over without a copy (its buffer becomes the
+    /// value), any other segment is copied.
+    ///
+    /// # Errors
+    ///
+    /// [`CodecError::MissingSegment`] if there is none.
+    pub fn next_vec(&mut self) -> Result<Vec<u8>, CodecError> {
+        let at_tail = match &self.source {
+            Source::Frame(segments) => segments.len() == 0,
+            Source::Writer { .. } | Source::Group(_) => false,
+        };
+        if at_tail {
+            if let Some(tail) = self.tail.take() {
+                self.taken += 1;
+                return Ok(std::mem::take(tail));
+            }
+        }
+        self.next_segment().map(<[u8]>::to_vec)
     }
 
     /// A reader over the records of the next segment, a group written by
@@ -333,6 +466,7 @@ impl<'a> SegmentReader<'a> {
         Ok(SegmentReader {
             source: Source::Group(group),
             taken: 0,
+            tail: None,
         })
     }
 
@@ -373,7 +507,7 @@ impl<'a> SegmentReader<'a> {
     /// [`CodecError::TrailingSegments`] if some are left.
     #[inline]
     pub fn finish(mut self) -> Result<(), CodecError> {
-        let extra = self.source.by_ref().count();
+        let extra = self.source.by_ref().count() + usize::from(self.tail.is_some());
         // A group's bytes that do not form a whole record count as one
         // more unread segment.
         let torn = usize::from(matches!(self.source, Source::Group(rest) if !rest.is_empty()));

@@ -1,13 +1,15 @@
 //! Encoding the runtime's frames.
 
 use dinah_core::wire::{
-    Call, ErrorCode, HEADER_LEN, Header, LENGTH_ENTRY_LEN, Message, ProtocolError,
-    RelativeDeadline, encode_head, truncate_error_text,
+    Call, DecodeContext, ErrorCode, FrameRef, HEADER_LEN, Header, LENGTH_ENTRY_LEN, Message,
+    ProtocolError, RelativeDeadline, SplitFrameRef, decode_frame, decode_split_frame, encode_head,
+    truncate_error_text,
 };
 use dinah_core::{LimitField, ProtocolLimits, Rank};
 
 use super::error::{RuntimeError, Side};
-use crate::action::{IN_PLACE_FROM, SegmentWriter};
+use crate::action::{IN_PLACE_FROM, SegmentReader, SegmentWriter};
+use crate::transport::Frame;
 
 /// Encodes `header` with `segments` into a buffer from this thread's
 /// [`frame_buffers`](crate::transport::frame_buffers).
@@ -26,6 +28,10 @@ fn encode<S: AsRef<[u8]>>(header: &Header, segments: &[S]) -> Result<Vec<u8>, Pr
 
 /// The frame of `message` from `origin` carrying `payload`.
 ///
+/// A detached last segment ([`SegmentWriter::push_owned`]) stays in its
+/// own buffer as the frame's tail; the rest is the frame's head, built as
+/// follows.
+///
 /// A payload of at least [`IN_PLACE_FROM`] bytes whose writer kept the
 /// exact room for the head (see [`with_frame_writer`]) becomes the frame
 /// without a copy: the head is written into that room and the writer's
@@ -40,37 +46,86 @@ pub(crate) fn with_payload(
     message: Message,
     payload: &mut SegmentWriter,
     limits: &ProtocolLimits,
-) -> Result<Vec<u8>, ProtocolError> {
+) -> Result<Frame, ProtocolError> {
     let bytes = payload.bytes();
-    let header = Header::packed(origin, message, payload.lens(), bytes, limits)?;
-    if bytes.len() >= IN_PLACE_FROM && payload.head_room() == header.head_len() {
+    let tail_len = payload.tail_len();
+    let header =
+        Header::packed_with_tail(origin, message, payload.lens(), bytes, tail_len, limits)?;
+    let tail = payload.take_tail();
+    let head = head_of_payload(&header, payload, tail.len());
+    Ok(Frame::split(head, tail))
+}
+
+/// The head of `header`'s frame around the segments in `payload`'s own
+/// buffer, whose detached last segment of `tail_len` bytes (if any) was
+/// taken: its length is still in the head's table.
+fn head_of_payload(header: &Header, payload: &mut SegmentWriter, tail_len: usize) -> Vec<u8> {
+    let tail = (tail_len > 0).then_some(tail_len);
+    let inline = payload.bytes().len();
+    let head_len = header.head_len() + inline;
+    if inline >= IN_PLACE_FROM && payload.head_room() == header.head_len() {
         let mut head = [0; HEADER_LEN + LENGTH_ENTRY_LEN * MAX_IN_PLACE_SEGMENTS];
         if let Some(head) = head.get_mut(..header.head_len()) {
-            write_head(&header, payload.lens(), head);
+            write_head(header, payload.lens().chain(tail), head);
             // The writer carries on in a spare buffer as large as this
             // frame (within its own bound), so the next frame like it is
             // written without growing a buffer from nothing.
-            let keep = header.frame_len().min(SCRATCH_KEEP_AFTER_FRAME);
+            let keep = head_len.min(SCRATCH_KEEP_AFTER_FRAME);
             let replacement = || crate::transport::frame_buffers::take(keep);
             if let Some(frame) = payload.frame_in_place(head, replacement) {
-                debug_assert_eq!(frame.len(), header.frame_len());
-                return Ok(frame);
+                debug_assert_eq!(frame.len(), head_len);
+                return frame;
             }
         }
     }
-    let mut frame = crate::transport::frame_buffers::take(header.frame_len());
+    let mut frame = crate::transport::frame_buffers::take(head_len);
     // The header is encoded where it goes: encoding it on the stack and
     // copying it would read, in wide loads, bytes just written in narrow
     // stores, which stalls the copy until the stores retire.
     frame.extend_from_slice(&[0; HEADER_LEN]);
     header.encode_into(head_of(&mut frame));
-    for len in payload.lens() {
+    for len in payload.lens().chain(tail) {
         // The header checked every length against the segment limit.
         frame.extend_from_slice(&(len as u32).to_le_bytes());
     }
     frame.extend_from_slice(payload.bytes());
-    debug_assert_eq!(frame.len(), header.frame_len());
-    Ok(frame)
+    debug_assert_eq!(frame.len(), head_len);
+    frame
+}
+
+/// Decodes and checks a frame that arrived (or a job of this rank made),
+/// whole or split: its header, and an error frame's text.
+///
+/// # Errors
+///
+/// The frame's [`ProtocolError`]: see
+/// [`decode_frame`](dinah_core::wire::decode_frame) and
+/// [`decode_split_frame`](dinah_core::wire::decode_split_frame).
+pub(crate) fn decode_received<'a>(
+    frame: &'a Frame,
+    ctx: &DecodeContext,
+) -> Result<(Header, Option<&'a str>), ProtocolError> {
+    if frame.is_split() {
+        decode_split_frame(frame.head(), frame.tail().len(), ctx)
+            .map(|split| (*split.header(), None))
+    } else {
+        decode_frame(frame.head(), ctx).map(|whole| (*whole.header(), whole.error_text()))
+    }
+}
+
+/// A reader over the payload of `frame`, which was validated into
+/// `header` when it arrived (or was encoded by this rank); `None` if its
+/// parts no longer match the header. A detached last segment can be
+/// taken by the value read ([`SegmentReader::next_vec`]).
+pub(crate) fn payload(header: Header, frame: &mut Frame) -> Option<SegmentReader<'_>> {
+    if frame.is_split() {
+        let (head, tail) = frame.parts_mut();
+        let split = SplitFrameRef::from_decoded(header, head, tail.len())?;
+        Some(SegmentReader::from_split_frame(split, tail))
+    } else {
+        let whole = FrameRef::from_decoded(header, frame.head())?;
+        Some(SegmentReader::from_frame(whole.segments()))
+    }
 }
 
 /// The most segments a payload framed in place has (more are copied): the
@@ -109,7 +164,7 @@ pub(crate) fn request(
     deadline: RelativeDeadline,
     input: &mut SegmentWriter,
     limits: &ProtocolLimits,
-) -> Result<Vec<u8>, ProtocolError> {
+) -> Result<Frame, ProtocolError> {
     with_payload(origin, Message::Request { call, deadline }, input, limits)
 }
 
@@ -121,12 +176,12 @@ pub(crate) fn error(
     code: ErrorCode,
     text: &str,
     limits: &ProtocolLimits,
-) -> Vec<u8> {
+) -> Frame {
     let text = truncate_error_text(text, limits.max_error_text_bytes as usize);
     let segments = [text.as_bytes()];
     let header = Header::new(origin, Message::Error { call, code }, &segments, limits)
         .expect("an error text within the limits always makes a valid frame");
-    encode(&header, &segments).expect("the buffer is sized from the header")
+    Frame::whole(encode(&header, &segments).expect("the buffer is sized from the header"))
 }
 
 /// A cancel frame (no payload).
@@ -157,6 +212,7 @@ pub(crate) fn encode_error(error: ProtocolError) -> RuntimeError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::action::DETACH_FROM;
     use dinah_core::wire::encode_frame;
     use dinah_core::{ActionId, DomainId, RequestId};
 
@@ -213,7 +269,11 @@ mod tests {
                 let header = Header::new(Rank::ZERO, message, segments, &limits).expect("valid");
                 let mut reference = vec![0; header.frame_len()];
                 let len = encode_frame(&header, segments, &mut reference).expect("encodes");
-                assert_eq!(frame, reference[..len], "room for {room:?} segments");
+                assert!(
+                    frame.bytes_eq(&reference[..len]),
+                    "room for {room:?} segments"
+                );
+                assert!(!frame.is_split(), "nothing was detached");
             }
         }
     }
@@ -229,7 +289,7 @@ mod tests {
         let message = Message::Result { call: call() };
         let frame = with_payload(Rank::ZERO, message, &mut writer, &limits).expect("encodes");
         let head = HEADER_LEN + LENGTH_ENTRY_LEN * 2;
-        assert_eq!(frame[head..].as_ptr(), buffer, "not copied");
+        assert_eq!(frame.head()[head..].as_ptr(), buffer, "not copied");
         assert!(writer.is_empty(), "the writer gave its buffer away");
         // One byte less is copied.
         let mut writer = SegmentWriter::new();
@@ -237,8 +297,87 @@ mod tests {
         writer.push(&vec![7; IN_PLACE_FROM - 1]);
         let buffer = writer.bytes().as_ptr();
         let frame = with_payload(Rank::ZERO, message, &mut writer, &limits).expect("encodes");
-        assert_ne!(frame[HEADER_LEN + LENGTH_ENTRY_LEN..].as_ptr(), buffer);
+        assert_ne!(
+            frame.head()[HEADER_LEN + LENGTH_ENTRY_LEN..].as_ptr(),
+            buffer
+        );
         assert_eq!(writer.payload_len(), IN_PLACE_FROM - 1, "kept");
+    }
+
+    #[test]
+    fn a_detached_last_segment_becomes_the_tail_and_reads_back_without_a_copy() {
+        let limits = ProtocolLimits::default();
+        let big = vec![0x5A_u8; DETACH_FROM];
+        let owned = big.clone();
+        let address = owned.as_ptr();
+        let mut writer = SegmentWriter::new();
+        writer.push(b"small");
+        writer.push_owned(owned);
+        let message = Message::Result { call: call() };
+        let mut frame = with_payload(Rank::ZERO, message, &mut writer, &limits).expect("encodes");
+        assert!(frame.is_split());
+        assert_eq!(
+            writer.len(),
+            1,
+            "the tail was taken, the copied segment stays"
+        );
+        let segments: [&[u8]; 2] = [b"small", &big];
+        let header = Header::new(Rank::ZERO, message, &segments, &limits).expect("valid");
+        let mut reference = vec![0; header.frame_len()];
+        encode_frame(&header, &segments, &mut reference).expect("encodes");
+        assert!(
+            frame.bytes_eq(&reference),
+            "the same bytes as a whole frame"
+        );
+
+        let mut input = payload(header, &mut frame).expect("the parts match the header");
+        assert_eq!(input.next_segment().unwrap(), b"small");
+        let tail = input.next_vec().unwrap();
+        assert_eq!(tail.as_ptr(), address, "the tail is the encoded buffer");
+        input.finish().unwrap();
+    }
+
+    #[test]
+    fn a_segment_after_a_detached_one_joins_it_to_the_head() {
+        let limits = ProtocolLimits::default();
+        let mut writer = SegmentWriter::new();
+        writer.push_owned(vec![1; DETACH_FROM]);
+        writer.push(b"after");
+        writer.push_owned(vec![2; DETACH_FROM - 1]);
+        assert_eq!(writer.len(), 3);
+        let message = Message::Result { call: call() };
+        let mut frame = with_payload(Rank::ZERO, message, &mut writer, &limits).expect("encodes");
+        assert!(!frame.is_split(), "the last segment is under the threshold");
+        let header = Header::new(
+            Rank::ZERO,
+            message,
+            &[
+                &vec![1; DETACH_FROM][..],
+                b"after",
+                &vec![2; DETACH_FROM - 1],
+            ],
+            &limits,
+        )
+        .expect("valid");
+        let mut input = payload(header, &mut frame).expect("whole");
+        assert_eq!(input.next_vec().unwrap(), vec![1; DETACH_FROM]);
+        assert_eq!(input.next_segment().unwrap(), b"after");
+        assert_eq!(input.next_vec().unwrap(), vec![2; DETACH_FROM - 1]);
+        input.finish().unwrap();
+    }
+
+    #[test]
+    fn a_split_that_does_not_match_the_header_is_not_read() {
+        let limits = ProtocolLimits::default();
+        let mut writer = SegmentWriter::new();
+        writer.push_owned(vec![3; DETACH_FROM]);
+        let message = Message::Result { call: call() };
+        let frame = with_payload(Rank::ZERO, message, &mut writer, &limits).expect("encodes");
+        let header =
+            Header::new(Rank::ZERO, message, &[&vec![3; DETACH_FROM][..]], &limits).expect("valid");
+        let (head, tail) = frame.into_parts();
+        let mut moved = Frame::split(head[..head.len() - 1].to_vec(), tail);
+        assert!(payload(header, &mut moved).is_none());
     }
 
     #[test]

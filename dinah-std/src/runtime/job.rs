@@ -12,7 +12,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use dinah_core::wire::{Call, ErrorCode, FrameRef, Header, Message};
+use dinah_core::wire::{Call, ErrorCode, Header, Message};
 use dinah_core::{CancelFlag, Instant, Rank, TaskFailure, TaskId, TaskOutcome};
 
 use super::RuntimeClient;
@@ -20,11 +20,12 @@ use super::context::ActionContext;
 use super::frames;
 use super::job_outcome::{Completions, JobFailure, JobKey, ResultFrame};
 use super::registry::ErasedHandler;
-use crate::action::{FrameKind, SegmentReader};
+use crate::action::FrameKind;
 use crate::domain::{
     CancelTarget, Completion, Context, Domain, DomainShared, JobContext, JobCore, QueuedJob,
     SpareJobs, SubmitRefusal, Work, execute,
 };
+use crate::transport::Frame;
 
 /// A call as its job sees it.
 #[derive(Debug, Clone, Copy)]
@@ -53,7 +54,7 @@ pub(crate) enum Refusal {
 struct Parts {
     key: JobKey,
     request: Request,
-    frame: Vec<u8>,
+    frame: Frame,
 }
 
 /// One action job: the block the domain queues and the submitter keeps.
@@ -85,12 +86,12 @@ impl QueuedJob for ActionJob {
         let Parts {
             key,
             request,
-            frame,
+            mut frame,
         } = self.work.take();
         let task = self.core.task;
         let Some(client) = context else {
             // The runtime is gone: nobody is left to answer.
-            crate::transport::frame_buffers::give(frame);
+            crate::transport::frame_buffers::give_frame(frame);
             return;
         };
         let hub = &*client.hub;
@@ -102,11 +103,11 @@ impl QueuedJob for ActionJob {
                 ));
             };
             let started = hub.clock.now();
-            run(&*entry.handler, client, &request, &frame, started, job)
+            run(&*entry.handler, client, &request, &mut frame, started, job)
         });
         // Served: the buffer can carry the next frame encoded on this
         // worker.
-        crate::transport::frame_buffers::give(frame);
+        crate::transport::frame_buffers::give_frame(frame);
         // Let go of the block before delivering: the submitter, who
         // allocated it, is then usually the one who frees or reuses it.
         drop(self);
@@ -119,7 +120,7 @@ impl QueuedJob for ActionJob {
             request,
             frame,
         } = self.work.take();
-        crate::transport::frame_buffers::give(frame);
+        crate::transport::frame_buffers::give_frame(frame);
         let task = self.core.task;
         domain.cancelled_by_shutdown(task, Some(&self.core.cancel));
         drop(self);
@@ -158,7 +159,7 @@ pub(crate) fn submit(
     completions: &Completions,
     key: JobKey,
     request: Request,
-    frame: Vec<u8>,
+    frame: Frame,
     mut spare: Option<&mut SpareJobs<ActionJob>>,
 ) -> Result<Arc<ActionJob>, Refusal> {
     let work = Parts {
@@ -177,7 +178,7 @@ pub(crate) fn submit(
         }
     });
     queued.map_err(|refused| {
-        crate::transport::frame_buffers::give(refused.job.work.take().frame);
+        crate::transport::frame_buffers::give_frame(refused.job.work.take().frame);
         if let Some(spare) = spare {
             spare.give(refused.job);
         }
@@ -195,7 +196,7 @@ pub(crate) fn run(
     handler: &dyn ErasedHandler,
     client: &RuntimeClient,
     request: &Request,
-    frame: &[u8],
+    frame: &mut Frame,
     started: Instant,
     job: &JobContext<'_>,
 ) -> Result<ResultFrame, JobFailure> {
@@ -218,7 +219,7 @@ pub(crate) fn run(
         client,
     };
     // Validated when it arrived (or encoded here); only viewed again.
-    let frame = FrameRef::from_decoded(request.header, frame).ok_or_else(|| {
+    let input = frames::payload(request.header, frame).ok_or_else(|| {
         JobFailure::new(ErrorCode::ProtocolViolation, "request frame changed length")
     })?;
     crate::action::with_frame_writer(
@@ -226,7 +227,7 @@ pub(crate) fn run(
         FrameKind::Result,
         |output| {
             handler
-                .run_wire(SegmentReader::from_frame(frame.segments()), &ctx, output)
+                .run_wire(input, &ctx, output)
                 .map_err(JobFailure::from)
         },
         |output| {

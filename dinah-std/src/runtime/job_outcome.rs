@@ -21,7 +21,7 @@ pub(crate) enum JobKey {
 
 /// A job's encoded result frame, ready to send (or, for a call to this
 /// rank, to decode).
-pub(crate) type ResultFrame = Vec<u8>;
+pub(crate) type ResultFrame = crate::transport::Frame;
 
 /// Why an action job produced no result (panics and cancellations arrive
 /// as `TaskFailure` kinds instead).

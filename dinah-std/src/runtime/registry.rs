@@ -61,7 +61,7 @@ where
         let action = A::decode(&mut input).map_err(HandlerError::Codec)?;
         input.finish().map_err(HandlerError::Codec)?;
         let output = (self.handler)(action, ctx).map_err(HandlerError::User)?;
-        output.encode(out).map_err(HandlerError::Codec)
+        output.encode_owned(out).map_err(HandlerError::Codec)
     }
 }
 

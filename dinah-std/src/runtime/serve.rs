@@ -35,6 +35,7 @@ use super::frames;
 use super::hub::{Counters, Hub};
 use super::job::{Refusal, Request};
 use super::job_outcome::{JobFailure, ResultFrame};
+use crate::transport::Frame;
 
 /// Events of the serving side not yet added to the runtime's metrics.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -106,7 +107,7 @@ impl Server {
         origin: Rank,
         call: Call,
         until: Instant,
-        (header, frame): (Header, Vec<u8>),
+        (header, frame): (Header, Frame),
         now: Instant,
     ) {
         if !hub.state.accepts_work() {

@@ -7,6 +7,8 @@ use std::sync::Arc;
 use dinah_core::Rank;
 use dinah_core::wire::{Channel, HelloMismatch, ProtocolError};
 
+use super::Frame;
+
 /// Why a peer is considered down.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -242,11 +244,11 @@ impl fmt::Display for SendErrorKind {
 /// A frame the transport did not accept, handed back with the reason.
 pub struct TrySendError {
     kind: SendErrorKind,
-    frame: Vec<u8>,
+    frame: Frame,
 }
 
 impl TrySendError {
-    pub(crate) fn new(kind: SendErrorKind, frame: Vec<u8>) -> Self {
+    pub(crate) fn new(kind: SendErrorKind, frame: Frame) -> Self {
         Self { kind, frame }
     }
 
@@ -256,7 +258,7 @@ impl TrySendError {
     }
 
     /// The refused frame.
-    pub fn into_inner(self) -> Vec<u8> {
+    pub fn into_inner(self) -> Frame {
         self.frame
     }
 }

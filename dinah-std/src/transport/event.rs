@@ -5,6 +5,7 @@ use std::fmt;
 use dinah_core::Rank;
 use dinah_core::wire::Channel;
 
+use super::Frame;
 use super::error::TransportError;
 
 /// Something that happened on the transport, reported by
@@ -19,7 +20,7 @@ pub enum TransportEvent {
         /// The lane it arrived on.
         channel: Channel,
         /// Header, segment table and segments.
-        bytes: Vec<u8>,
+        frame: Frame,
     },
     /// A frame could not be delivered; it is handed back so the runtime can
     /// fail the request it belongs to.
@@ -29,7 +30,7 @@ pub enum TransportEvent {
         /// The lane.
         channel: Channel,
         /// The frame.
-        frame: Vec<u8>,
+        frame: Frame,
         /// Why.
         error: TransportError,
     },
@@ -59,12 +60,12 @@ impl fmt::Debug for TransportEvent {
             Self::Frame {
                 from,
                 channel,
-                bytes,
+                frame,
             } => f
                 .debug_struct("Frame")
                 .field("from", from)
                 .field("channel", channel)
-                .field("len", &bytes.len())
+                .field("len", &frame.len())
                 .finish(),
             Self::SendFailed {
                 to,

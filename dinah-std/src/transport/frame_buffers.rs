@@ -186,6 +186,13 @@ pub fn give(mut buffer: Vec<u8>) {
     });
 }
 
+/// [`give`] for both parts of a frame.
+pub fn give_frame(frame: super::Frame) {
+    let (head, tail) = frame.into_parts();
+    give(head);
+    give(tail);
+}
+
 /// What a thread keeps: see [`kept`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Kept {

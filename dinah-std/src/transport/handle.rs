@@ -9,6 +9,7 @@ use crossbeam_queue::ArrayQueue;
 use dinah_core::wire::Channel;
 use dinah_core::{Rank, RuntimeLimits, WorldSize};
 
+use super::Frame;
 use super::error::{DownReason, SendErrorKind, TrySendError};
 use super::wakeup::Wakeup;
 
@@ -65,7 +66,7 @@ pub struct Outgoing {
     /// Where it goes.
     pub to: Rank,
     /// The encoded frame (header, segment table, segments).
-    pub frame: Vec<u8>,
+    pub frame: Frame,
 }
 
 /// What the transport knows of a peer.
@@ -237,8 +238,13 @@ impl TransportHandle {
     /// byte budget would be exceeded (action lane only: control frames are
     /// bounded by their own queue), `to` is not in the world or is down, or
     /// the handle is closed.
-    pub fn try_send(&self, to: Rank, channel: Channel, frame: Vec<u8>) -> Result<(), TrySendError> {
-        self.queue(to, channel, frame, true)
+    pub fn try_send(
+        &self,
+        to: Rank,
+        channel: Channel,
+        frame: impl Into<Frame>,
+    ) -> Result<(), TrySendError> {
+        self.queue(to, channel, frame.into(), true)
     }
 
     /// As [`try_send`](Self::try_send), without waking the owner: for the
@@ -252,16 +258,16 @@ impl TransportHandle {
         &self,
         to: Rank,
         channel: Channel,
-        frame: Vec<u8>,
+        frame: impl Into<Frame>,
     ) -> Result<(), TrySendError> {
-        self.queue(to, channel, frame, false)
+        self.queue(to, channel, frame.into(), false)
     }
 
     fn queue(
         &self,
         to: Rank,
         channel: Channel,
-        frame: Vec<u8>,
+        frame: Frame,
         wake: bool,
     ) -> Result<(), TrySendError> {
         let shared = &*self.shared;
@@ -563,7 +569,7 @@ mod tests {
                 channel: Channel::Action
             }
         );
-        assert_eq!(err.into_inner(), vec![3]);
+        assert_eq!(err.into_inner(), Frame::whole(vec![3]));
         // The control lane has its own reserve.
         h.try_send(peer, Channel::Control, vec![9]).unwrap();
         assert_eq!(h.counts().queued_action, 2);

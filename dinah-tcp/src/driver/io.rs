@@ -216,7 +216,7 @@ impl TcpDriver {
                 out.push(TransportEvent::Frame {
                     from: self.me,
                     channel: lane,
-                    bytes: frame,
+                    frame,
                 });
                 progress = true;
             }
@@ -257,12 +257,12 @@ impl TcpDriver {
         let peer = &mut self.peers[index];
         let rank = peer.rank;
         match item {
-            Inbound::Frame(bytes) => {
-                self.record_frame(bytes.len());
+            Inbound::Frame(frame) => {
+                self.record_frame(frame.len());
                 out.push(TransportEvent::Frame {
                     from: rank,
                     channel: lane,
-                    bytes,
+                    frame,
                 });
             }
             Inbound::Heartbeat => {}
@@ -319,11 +319,11 @@ impl TcpDriver {
             conn.abort();
             for pending in conn.outbox.take_all() {
                 if pending.from_handle {
-                    self.handle.complete_send(pending.bytes.len(), false);
+                    self.handle.complete_send(pending.frame.len(), false);
                     self.owed.push_back(TransportEvent::SendFailed {
                         to: rank,
                         channel: conn.channel,
-                        frame: pending.bytes,
+                        frame: pending.frame,
                         error: TransportError::PeerDown { peer: rank, reason },
                     });
                 }

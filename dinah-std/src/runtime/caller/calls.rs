@@ -55,6 +55,7 @@ use super::flow::{Flow, LaneId};
 use crate::domain::JobCanceller;
 use crate::runtime::error::RuntimeError;
 use crate::runtime::stats::FlowStats;
+use crate::transport::Frame;
 use crate::transport::TransportHandle;
 
 pub(crate) use begin::{BeginError, Begun, Pacing};
@@ -67,7 +68,7 @@ use wakers::Wakers;
 pub(crate) enum CallOutcome {
     /// A result frame, validated into `header` when it arrived (or encoded
     /// by this rank's own job): the future decodes the output.
-    Frame { header: Header, frame: Vec<u8> },
+    Frame { header: Header, frame: Frame },
     /// The call failed.
     Failed(RuntimeError),
 }

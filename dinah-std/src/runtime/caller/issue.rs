@@ -158,7 +158,7 @@ impl RuntimeClient {
         let frame = crate::action::with_frame_writer(
             action_id.get(),
             FrameKind::Request,
-            |input| action.encode(input).map_err(RuntimeError::Codec),
+            |input| action.encode_owned(input).map_err(RuntimeError::Codec),
             |input| {
                 frames::request(hub.rank, call, relative, input, &hub.protocol)
                     .map_err(frames::encode_error)
@@ -225,7 +225,8 @@ pub(crate) fn submit_local(hub: &Hub, release: LocalRelease) -> Result<(), Runti
     // The job reads the frame as one that arrived: through its header.
     let ctx = DecodeContext::new(Channel::Action, hub.rank, hub.world, hub.protocol)
         .expect("validated limits, a rank of the world");
-    let header = Header::decode(&frame[..HEADER_LEN], &ctx).expect("a frame this rank encoded");
+    let header =
+        Header::decode(&frame.head()[..HEADER_LEN], &ctx).expect("a frame this rank encoded");
     let request = Request {
         origin: hub.rank,
         call: info.call,

@@ -7,12 +7,14 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use dinah_core::wire::{FrameRef, Header, Message, ProtocolError};
+use dinah_core::wire::{Header, Message, ProtocolError};
 
 use super::calls::{CallOutcome, Ticket};
-use crate::action::{SegmentReader, WireValue};
+use crate::action::WireValue;
 use crate::runtime::error::RuntimeError;
+use crate::runtime::frames;
 use crate::runtime::hub::Hub;
+use crate::transport::Frame;
 
 /// The result of a call issued with
 /// [`RuntimeClient::spawn_on`](crate::RuntimeClient::spawn_on): a real
@@ -74,28 +76,28 @@ impl<T: WireValue> RemoteFuture<T> {
     fn decode(outcome: CallOutcome) -> Result<T, RuntimeError> {
         match outcome {
             CallOutcome::Failed(error) => Err(error),
-            CallOutcome::Frame { header, frame } => {
-                let output = Self::decode_frame(header, &frame);
+            CallOutcome::Frame { header, mut frame } => {
+                let output = Self::decode_frame(header, &mut frame);
                 // Decoded: the buffer can carry this thread's next frame.
-                crate::transport::frame_buffers::give(frame);
+                crate::transport::frame_buffers::give_frame(frame);
                 output
             }
         }
     }
 
     /// The output in a result frame.
-    fn decode_frame(header: Header, frame: &[u8]) -> Result<T, RuntimeError> {
+    fn decode_frame(header: Header, frame: &mut Frame) -> Result<T, RuntimeError> {
         // Validated on arrival (or encoded by this rank's own job); only
         // viewed again here.
-        let decoded = FrameRef::from_decoded(header, frame).ok_or(RuntimeError::Protocol {
+        let actual = frame.len();
+        let mut input = frames::payload(header, frame).ok_or(RuntimeError::Protocol {
             peer: header.origin(),
             error: ProtocolError::Truncated {
                 expected: header.frame_len(),
-                actual: frame.len(),
+                actual,
             },
         })?;
-        debug_assert!(matches!(decoded.header().message(), Message::Result { .. }));
-        let mut input = SegmentReader::from_frame(decoded.segments());
+        debug_assert!(matches!(header.message(), Message::Result { .. }));
         let value = T::decode(&mut input).map_err(RuntimeError::Codec)?;
         input.finish().map_err(RuntimeError::Codec)?;
         Ok(value)

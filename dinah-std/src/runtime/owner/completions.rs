@@ -2,12 +2,13 @@
 //! goes back to the serving side, a call this rank made to itself to its
 //! waiting future.
 
-use dinah_core::wire::{Channel, DecodeContext, decode_frame};
+use dinah_core::wire::{Channel, DecodeContext};
 use dinah_core::{Instant, TaskFailureKind, TaskOutcome};
 
 use crate::runtime::Runtime;
 use crate::runtime::caller::{CallInfo, CallOutcome};
 use crate::runtime::error::{FailureKind, RuntimeError};
+use crate::runtime::frames::decode_received;
 use crate::runtime::job_outcome::{JobCompletion, JobFailure, JobKey, ResultFrame};
 
 use super::OwnerCounts;
@@ -62,9 +63,8 @@ fn local_outcome(
 ) -> CallOutcome {
     let error = match outcome {
         // The future decodes the output from the frame through its header.
-        TaskOutcome::Completed(frame) => match decode_frame(&frame, ctx) {
-            Ok(decoded) => {
-                let header = *decoded.header();
+        TaskOutcome::Completed(frame) => match decode_received(&frame, ctx) {
+            Ok((header, _)) => {
                 counts.completed();
                 return CallOutcome::Frame { header, frame };
             }

@@ -2,13 +2,14 @@
 //! here, then handed to the caller's table or the serving side), peers
 //! going down, sends that failed.
 
-use dinah_core::wire::{Channel, DecodeContext, ErrorCode, Message, decode_frame};
+use dinah_core::wire::{Channel, DecodeContext, ErrorCode, Message};
 use dinah_core::{Instant, Rank};
 
 use crate::runtime::Runtime;
 use crate::runtime::caller::CallOutcome;
 use crate::runtime::error::RuntimeError;
-use crate::transport::TransportEvent;
+use crate::runtime::frames::decode_received;
+use crate::transport::{Frame, TransportEvent};
 
 impl Runtime {
     /// Handles the events in `self.events`; returns how many there were.
@@ -27,8 +28,8 @@ impl Runtime {
             TransportEvent::Frame {
                 from,
                 channel,
-                bytes,
-            } => self.on_frame(from, channel, bytes, now),
+                frame,
+            } => self.on_frame(from, channel, frame, now),
             TransportEvent::PeerDown { peer, error } => {
                 let failure = RuntimeError::Transport { peer, error };
                 let failed = self.hub.calls.fail_peer(peer, &failure);
@@ -53,8 +54,8 @@ impl Runtime {
                 else {
                     return;
                 };
-                if let Ok(decoded) = decode_frame(&frame, &ctx) {
-                    if let Message::Request { call, .. } = *decoded.header().message() {
+                if let Ok((header, _)) = decode_received(&frame, &ctx) {
+                    if let Message::Request { call, .. } = *header.message() {
                         let failure = RuntimeError::Transport { peer: to, error };
                         let counts = &mut self.counts;
                         let _ = self.hub.calls.complete(call.request, |_| {
@@ -74,7 +75,7 @@ impl Runtime {
         }
     }
 
-    fn on_frame(&mut self, from: Rank, channel: Channel, bytes: Vec<u8>, now: Instant) {
+    fn on_frame(&mut self, from: Rank, channel: Channel, bytes: Frame, now: Instant) {
         let Self {
             hub,
             server,
@@ -88,14 +89,10 @@ impl Runtime {
             return;
         };
         let ctx = ctx.with_channel(channel);
-        // Matched by reference, so the decoded frame is read where the
-        // decoder wrote it instead of being copied out first.
-        let decoded = decode_frame(&bytes, &ctx);
-        let Ok(frame) = &decoded else {
+        let Ok((header, text)) = decode_received(&bytes, &ctx) else {
             counts.protocol_rejection();
             return;
         };
-        let header = frame.header();
         if let Message::Error { call, .. } | Message::Result { call } = header.message() {
             // An answer comes from the rank its request was sent to (the
             // ID names it): anything else would end another rank's call.
@@ -106,7 +103,7 @@ impl Runtime {
         }
         match *header.message() {
             Message::Error { call, code } => {
-                let text = frame.error_text().unwrap_or("");
+                let text = text.unwrap_or("");
                 let late = hub.calls.complete(call.request, |info| {
                     if info.peer != from || info.call.action != call.action {
                         counts.failed();
@@ -133,11 +130,9 @@ impl Runtime {
                 let until = now
                     .checked_add(deadline.as_duration())
                     .unwrap_or(Instant::MAX);
-                let header = *header;
                 server.on_request(hub, from, call, until, (header, bytes), now);
             }
             Message::Result { call } => {
-                let header = *header;
                 let late = hub.calls.complete(call.request, |info| {
                     if info.peer != from || info.call.action != call.action {
                         counts.failed();

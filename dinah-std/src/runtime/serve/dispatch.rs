@@ -18,6 +18,7 @@ use crate::runtime::hub::Hub;
 use crate::runtime::job::{self, ActionJob, Refusal, Request};
 use crate::runtime::job_outcome::{JobFailure, JobKey, ResultFrame};
 use crate::runtime::registry::Entry;
+use crate::transport::Frame;
 
 /// The most finished job blocks kept for reuse (fewer when the action
 /// queue is shorter): a burst of completions refills the next burst of
@@ -85,7 +86,7 @@ impl Dispatch {
         entry: &Entry,
         slot: usize,
         request: Request,
-        frame: Vec<u8>,
+        frame: Frame,
         now: Instant,
     ) -> Dispatched {
         let domain = request.call.domain;
@@ -118,14 +119,15 @@ impl Dispatch {
         &mut self,
         entry: &Entry,
         request: &Request,
-        frame: Vec<u8>,
+        mut frame: Frame,
         now: Instant,
     ) -> Dispatched {
         let domain = request.call.domain;
         let started = self.inline_clock.max(now);
         let client = &self.client;
         let handler = &*entry.handler;
-        let run = |job: &JobContext<'_>| job::run(handler, client, request, &frame, started, job);
+        let run =
+            |job: &JobContext<'_>| job::run(handler, client, request, &mut frame, started, job);
         let outcome = match self.inline.iter().find(|(id, _)| *id == domain) {
             Some((_, runner)) => runner.run(run),
             // The runtime's own actions need no domain.
@@ -133,13 +135,13 @@ impl Dispatch {
             None => return Dispatched::Refused(Refusal::NoSuchDomain),
         };
         let Some(outcome) = outcome else {
-            crate::transport::frame_buffers::give(frame);
+            crate::transport::frame_buffers::give_frame(frame);
             return Dispatched::Refused(Refusal::ShuttingDown);
         };
         self.inline_clock = self.client.hub.clock.now();
         // Served: the buffer can carry the next frame encoded on this
         // thread (this response's, often).
-        crate::transport::frame_buffers::give(frame);
+        crate::transport::frame_buffers::give_frame(frame);
         Dispatched::Inline(outcome)
     }
 

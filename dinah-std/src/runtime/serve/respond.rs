@@ -26,13 +26,13 @@ use dinah_core::{Instant, Rank};
 
 use super::response_buffers::ResponseBuffers;
 use crate::runtime::hub::Hub;
-use crate::transport::SendErrorKind;
+use crate::transport::{Frame, SendErrorKind};
 
 /// A response waiting for room in the transport.
 #[derive(Debug)]
 struct Waiting {
     to: Rank,
-    frame: Vec<u8>,
+    frame: Frame,
     /// When its caller stops waiting, on this rank's clock.
     until: Instant,
 }
@@ -84,7 +84,7 @@ impl Respond {
     /// Sends `frame` to `to` on the action lane, or keeps it in the outbox
     /// (behind those already waiting, so responses to one peer keep their
     /// order) until `until`.
-    pub(crate) fn send(&mut self, hub: &Hub, to: Rank, frame: Vec<u8>, until: Instant) {
+    pub(crate) fn send(&mut self, hub: &Hub, to: Rank, frame: Frame, until: Instant) {
         if self.outbox.is_empty() {
             let len = frame.len() as u64;
             match hub.handle.try_send_quiet(to, Channel::Action, frame) {
@@ -100,7 +100,7 @@ impl Respond {
         }
     }
 
-    fn wait(&mut self, to: Rank, frame: Vec<u8>, until: Instant) {
+    fn wait(&mut self, to: Rank, frame: Frame, until: Instant) {
         debug_assert!(
             self.outbox.len() < self.capacity,
             "the owner reads frames only while the outbox has room"
@@ -153,15 +153,18 @@ impl Respond {
         self.outbox.retain(|waiting| waiting.to != peer);
     }
 
-    /// Keeps a copy of `frame` as the response of dedup slot `slot`.
-    pub(crate) fn retain(&mut self, slot: usize, frame: &[u8]) {
-        self.cache[slot] = Some(self.buffers.copy(frame));
+    /// Keeps a copy of `frame` as the response of dedup slot `slot`, in
+    /// one buffer.
+    pub(crate) fn retain(&mut self, slot: usize, frame: &Frame) {
+        let mut copy = self.buffers.copy(frame.head());
+        copy.extend_from_slice(frame.tail());
+        self.cache[slot] = Some(copy);
     }
 
     /// A copy of the response kept for dedup slot `slot`, if any.
-    pub(crate) fn cached(&mut self, slot: usize) -> Option<Vec<u8>> {
+    pub(crate) fn cached(&mut self, slot: usize) -> Option<Frame> {
         let frame = self.cache.get(slot)?.as_ref()?;
-        Some(self.buffers.copy(frame))
+        Some(Frame::whole(self.buffers.copy(frame)))
     }
 
     /// Drops the response kept for dedup slot `slot`, keeping its buffer

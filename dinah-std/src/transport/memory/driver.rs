@@ -380,7 +380,7 @@ fn send_goodbyes(state: &mut NetState, me: Rank, handle: &TransportHandle) -> bo
                 me,
                 peer,
                 lane,
-                goodbye_frame(me, frames_sent),
+                goodbye_frame(me, frames_sent).into(),
                 Some(frames_sent),
             );
         }
@@ -472,12 +472,12 @@ fn accept(
                 rank.peers[from.index()].received[l] += 1;
             }
             rank.frames_received += 1;
-            rank.bytes_received += packet.bytes.len() as u64;
+            rank.bytes_received += packet.frame.len() as u64;
             state.counts.delivered += 1;
             out.push(TransportEvent::Frame {
                 from,
                 channel: lane,
-                bytes: packet.bytes,
+                frame: packet.frame,
             });
         }
         PacketKind::Goodbye { frames_sent } => {

@@ -12,6 +12,8 @@ use std::fmt;
 
 use dinah_core::wire::Channel;
 
+use crate::transport::Frame;
+
 /// What a packet is to the receiving driver.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum PacketKind {
@@ -35,7 +37,7 @@ pub(super) struct Packet {
     /// The first tick it may be delivered at.
     pub(super) due: u64,
     /// The frame.
-    pub(super) bytes: Vec<u8>,
+    pub(super) frame: Frame,
     /// What it is.
     pub(super) kind: PacketKind,
 }
@@ -50,7 +52,7 @@ impl fmt::Debug for Packet {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Packet")
             .field("due", &self.due)
-            .field("len", &self.bytes.len())
+            .field("len", &self.frame.len())
             .field("kind", &self.kind)
             .finish()
     }
@@ -119,8 +121,8 @@ impl Links {
         overtake: usize,
     ) -> usize {
         if packet.counted() {
-            self.to[dst].add(lane, packet.bytes.len());
-            self.from[src].add(lane, packet.bytes.len());
+            self.to[dst].add(lane, packet.frame.len());
+            self.from[src].add(lane, packet.frame.len());
         }
         let index = self.index(src, dst, lane);
         let queue = &mut self.queues[index];
@@ -153,8 +155,8 @@ impl Links {
         }
         let packet = queue.pop_front()?;
         if packet.counted() {
-            self.to[dst].remove(lane, packet.bytes.len());
-            self.from[src].remove(lane, packet.bytes.len());
+            self.to[dst].remove(lane, packet.frame.len());
+            self.from[src].remove(lane, packet.frame.len());
         }
         Some(packet)
     }
@@ -178,8 +180,8 @@ impl Links {
             let index = self.index(src, dst, lane);
             for packet in std::mem::take(&mut self.queues[index]) {
                 if packet.counted() {
-                    self.to[dst].remove(lane, packet.bytes.len());
-                    self.from[src].remove(lane, packet.bytes.len());
+                    self.to[dst].remove(lane, packet.frame.len());
+                    self.from[src].remove(lane, packet.frame.len());
                     removed += 1;
                 }
             }
@@ -202,7 +204,7 @@ impl Links {
         Channel::ALL
             .into_iter()
             .flat_map(|lane| &self.queues[self.index(rank, rank, lane)])
-            .map(|p| p.bytes.len() as u64)
+            .map(|p| p.frame.len() as u64)
             .sum()
     }
 
@@ -221,7 +223,7 @@ mod tests {
     fn packet(due: u64, tag: u8) -> Packet {
         Packet {
             due,
-            bytes: vec![tag; 3],
+            frame: Frame::whole(vec![tag; 3]),
             kind: PacketKind::Original,
         }
     }
@@ -229,7 +231,7 @@ mod tests {
     fn drain(links: &mut Links, src: usize, dst: usize, now: u64) -> Vec<u8> {
         let mut out = Vec::new();
         while let Some(p) = links.pop_due(src, dst, Channel::Action, now) {
-            out.push(p.bytes[0]);
+            out.push(p.frame.head()[0]);
         }
         out
     }
@@ -266,7 +268,7 @@ mod tests {
             Channel::Action,
             Packet {
                 due: 0,
-                bytes: Vec::new(),
+                frame: Frame::default(),
                 kind: PacketKind::End,
             },
             0,

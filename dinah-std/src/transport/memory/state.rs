@@ -11,7 +11,7 @@ use super::fault::{Delay, Disconnect, FaultPlan, PartitionMode};
 use super::link::{Links, Packet, PacketKind};
 use super::mode::SimMode;
 use super::rng::SimRng;
-use crate::transport::{DownReason, Outgoing, PeerStatus, TransportHandle};
+use crate::transport::{DownReason, Frame, Outgoing, PeerStatus, TransportHandle};
 
 /// Network-wide statistics of a [`SimNetwork`](super::SimNetwork): what
 /// the fault plan did, and what is in transit now. Counts only, never
@@ -260,7 +260,7 @@ impl NetState {
         src: Rank,
         dst: Rank,
         lane: Channel,
-        bytes: Vec<u8>,
+        frame: Frame,
         goodbye: Option<u64>,
     ) {
         let (s, d) = (src.index(), dst.index());
@@ -299,7 +299,7 @@ impl NetState {
         } else {
             1
         };
-        let mut bytes = Some(bytes);
+        let mut frame = Some(frame);
         for copy in 0..copies {
             let rng = &mut self.ranks[s].rng;
             let delay = match faults.delay {
@@ -314,15 +314,15 @@ impl NetState {
                 (None, 0) => PacketKind::Original,
                 (None, _) => PacketKind::Duplicate,
             };
-            let frame = if copy + 1 == copies {
-                bytes.take()
+            let copied = if copy + 1 == copies {
+                frame.take()
             } else {
-                bytes.clone()
+                frame.clone()
             };
             let due = self.tick.saturating_add(delay).max(hold_until);
             let packet = Packet {
                 due,
-                bytes: frame.unwrap_or_default(),
+                frame: copied.unwrap_or_default(),
                 kind,
             };
             if self.links.push(s, d, lane, packet, overtake) > 0 {
@@ -380,7 +380,7 @@ impl NetState {
             for lane in Channel::ALL {
                 let end = Packet {
                     due: self.tick,
-                    bytes: Vec::new(),
+                    frame: Frame::default(),
                     kind: PacketKind::End,
                 };
                 self.links.push(me.index(), peer.index(), lane, end, 0);

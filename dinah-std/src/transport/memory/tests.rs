@@ -54,7 +54,7 @@ fn goodbyes_are_real_frames_with_the_count_sent_on_their_lane() {
         let mut goodbye = None;
         while let Some(packet) = state.links.pop_due(0, 1, lane, 0) {
             if let link::PacketKind::Goodbye { frames_sent } = packet.kind {
-                goodbye = Some((frames_sent, packet.bytes));
+                goodbye = Some((frames_sent, packet.frame.into_whole()));
             }
         }
         let (frames_sent, bytes) = goodbye.expect("a goodbye on every lane");

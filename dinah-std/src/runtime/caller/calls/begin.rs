@@ -4,6 +4,8 @@
 use dinah_core::Instant;
 use dinah_core::wire::{Call, Channel, stamp_request_id};
 
+use crate::transport::Frame;
+
 use super::{CallInfo, Calls, Entry, LocalRelease, State, Ticket};
 use crate::transport::TrySendError;
 
@@ -62,7 +64,7 @@ impl Calls {
         &self,
         info: CallInfo,
         deadline: Instant,
-        mut frame: Vec<u8>,
+        mut frame: Frame,
         pacing: Pacing,
     ) -> Result<Begun, BeginError> {
         let mut guard = self.lock_slots();
@@ -99,7 +101,7 @@ impl Calls {
             inner.free.push(slot);
             return Err(BeginError::Full);
         }
-        stamp_request_id(&mut frame, id).expect("a request frame was just encoded");
+        stamp_request_id(frame.head_mut(), id).expect("a request frame was just encoded");
         let local = info.peer == self.handle.rank();
         let frame = if local {
             Some(frame)

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::action::SegmentWriter;
+use crate::transport::Frame;
 use crate::transport::HandleConfig;
 use dinah_core::wire::Channel;
 use dinah_core::wire::{DecodeContext, Message, RelativeDeadline, decode_frame};
@@ -46,7 +47,7 @@ fn paced(capacity: usize, admission: u32) -> Calls {
     Calls::new(capacity, handle(64, admission), vec![domain()], 1 << 20)
 }
 
-fn frame() -> Vec<u8> {
+fn frame() -> Frame {
     let call = info(Rank::ZERO).call;
     let deadline = RelativeDeadline::from_duration(Duration::from_secs(1)).unwrap();
     let mut input = SegmentWriter::default();
@@ -89,7 +90,7 @@ fn sent_ids(calls: &Calls) -> Vec<RequestId> {
     let mut ids = Vec::new();
     while let Some(out) = calls.handle.pop_outgoing(Channel::Action) {
         let (ctx, _) = ctx(out.to).unwrap();
-        let frame = decode_frame(&out.frame, &ctx).unwrap();
+        let frame = decode_frame(out.frame.head(), &ctx).unwrap();
         let Message::Request { call, .. } = *frame.header().message() else {
             panic!("a request");
         };

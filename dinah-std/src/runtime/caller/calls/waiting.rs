@@ -12,6 +12,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::Waker;
 
 use dinah_core::wire::{Channel, stamp_request_id};
+
+use crate::transport::Frame;
 use dinah_core::{Instant, LimitField, Rank, RequestId};
 
 use super::{BeginError, CallInfo, CallOutcome, Calls, Entry, Inner, State, Ticket, Wakers};
@@ -29,7 +31,7 @@ enum Released {
 
 /// A waiting call's frame and its key in the waiting table.
 pub(super) struct Waiting {
-    frame: Vec<u8>,
+    frame: Frame,
     key: RequestId,
     deadline: Instant,
 }
@@ -43,7 +45,7 @@ pub(crate) struct LocalRelease {
     pub(crate) info: CallInfo,
     pub(crate) deadline: Instant,
     /// Its request frame, stamped.
-    pub(crate) frame: Vec<u8>,
+    pub(crate) frame: Frame,
 }
 
 impl Calls {
@@ -54,7 +56,7 @@ impl Calls {
         inner: &mut Inner,
         info: CallInfo,
         deadline: Instant,
-        frame: Vec<u8>,
+        frame: Frame,
         lane: LaneId,
     ) -> Result<Ticket, BeginError> {
         let bytes = frame.len() as u64;
@@ -98,7 +100,7 @@ impl Calls {
         inner.held.remove(waiting.key);
         inner.held_bytes -= waiting.frame.len() as u64;
         inner.flow.unlink(lane, slot);
-        crate::transport::frame_buffers::give(waiting.frame);
+        crate::transport::frame_buffers::give_frame(waiting.frame);
         true
     }
 
@@ -189,7 +191,7 @@ impl Calls {
             key,
             deadline,
         } = waiting;
-        stamp_request_id(&mut frame, id).expect("a waiting call keeps its request frame");
+        stamp_request_id(frame.head_mut(), id).expect("a waiting call keeps its request frame");
         if local {
             info.call.request = id;
             inner.local.push(LocalRelease {

@@ -1,0 +1,165 @@
+//! A frame as transports carry it: one buffer, or a head and a detached
+//! last segment.
+
+use std::fmt;
+
+/// A frame's bytes (header, length table, segments), held in one buffer
+/// or, for a large payload, as a **head** and a **tail**: the tail is the
+/// frame's last segment in a buffer of its own, the head everything before
+/// it.
+///
+/// The bytes a frame stands for are always `head` followed by `tail`; a
+/// transport sends exactly those bytes, and may send or receive the two
+/// parts separately (a vectored write, two MPI messages) so that a large
+/// segment is never copied next to its head. The runtime splits only at
+/// the last segment and checks a received split against the frame's
+/// length table
+/// ([`decode_split_frame`](dinah_core::wire::decode_split_frame)); a
+/// transport that cannot keep the parts apart joins them
+/// ([`into_whole`](Self::into_whole)).
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Frame {
+    head: Vec<u8>,
+    tail: Vec<u8>,
+}
+
+impl Frame {
+    /// A frame held in one buffer.
+    pub const fn whole(bytes: Vec<u8>) -> Self {
+        Self {
+            head: bytes,
+            tail: Vec::new(),
+        }
+    }
+
+    /// A frame held as `head` followed by `tail` (an empty tail makes a
+    /// whole frame).
+    pub const fn split(head: Vec<u8>, tail: Vec<u8>) -> Self {
+        Self { head, tail }
+    }
+
+    /// The frame's length in bytes, both parts together.
+    pub fn len(&self) -> usize {
+        self.head.len() + self.tail.len()
+    }
+
+    /// Is the frame empty?
+    pub fn is_empty(&self) -> bool {
+        self.head.is_empty() && self.tail.is_empty()
+    }
+
+    /// Is the frame held in two parts?
+    pub fn is_split(&self) -> bool {
+        !self.tail.is_empty()
+    }
+
+    /// The first part: the whole frame, or everything before the tail.
+    pub fn head(&self) -> &[u8] {
+        &self.head
+    }
+
+    /// The first part, writable (stamping a request ID into its header).
+    pub fn head_mut(&mut self) -> &mut Vec<u8> {
+        &mut self.head
+    }
+
+    /// Both parts, the head writable and the tail to be taken (a
+    /// received tail becomes the decoded value).
+    pub fn parts_mut(&mut self) -> (&mut Vec<u8>, &mut Vec<u8>) {
+        (&mut self.head, &mut self.tail)
+    }
+
+    /// The detached last segment; empty for a whole frame.
+    pub fn tail(&self) -> &[u8] {
+        &self.tail
+    }
+
+    /// The bytes the two parts' buffers occupy (what a frame held costs).
+    pub fn capacity(&self) -> usize {
+        self.head.capacity() + self.tail.capacity()
+    }
+
+    /// The two parts.
+    pub fn into_parts(self) -> (Vec<u8>, Vec<u8>) {
+        (self.head, self.tail)
+    }
+
+    /// The frame in one buffer: the head, with the tail copied after it if
+    /// the frame is split.
+    pub fn into_whole(self) -> Vec<u8> {
+        let Self { mut head, tail } = self;
+        if !tail.is_empty() {
+            head.extend_from_slice(&tail);
+        }
+        head
+    }
+
+    /// The frame's bytes copied into one new buffer.
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(self.len());
+        bytes.extend_from_slice(&self.head);
+        bytes.extend_from_slice(&self.tail);
+        bytes
+    }
+
+    /// Do the frame's bytes equal `bytes`, wherever the split is?
+    pub fn bytes_eq(&self, bytes: &[u8]) -> bool {
+        bytes.len() == self.len()
+            && bytes[..self.head.len()] == self.head[..]
+            && bytes[self.head.len()..] == self.tail[..]
+    }
+}
+
+impl From<Vec<u8>> for Frame {
+    fn from(bytes: Vec<u8>) -> Self {
+        Self::whole(bytes)
+    }
+}
+
+impl fmt::Debug for Frame {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Sizes only: never payload bytes.
+        f.debug_struct("Frame")
+            .field("head", &self.head.len())
+            .field("tail", &self.tail.len())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_split_frame_stands_for_its_parts_back_to_back() {
+        let frame = Frame::split(b"head".to_vec(), b"tail".to_vec());
+        assert!(frame.is_split());
+        assert_eq!(frame.len(), 8);
+        assert!(frame.bytes_eq(b"headtail"));
+        assert!(!frame.bytes_eq(b"headtai"));
+        assert!(!frame.bytes_eq(b"heaxtail"));
+        assert_eq!(frame.to_vec(), b"headtail");
+        assert_eq!(frame.into_whole(), b"headtail");
+    }
+
+    #[test]
+    fn a_whole_frame_is_its_buffer() {
+        let bytes = b"frame".to_vec();
+        let pointer = bytes.as_ptr();
+        let frame = Frame::from(bytes);
+        assert!(!frame.is_split());
+        assert_eq!(frame.tail(), b"");
+        let back = frame.into_whole();
+        assert_eq!(back.as_ptr(), pointer, "not copied");
+        assert_eq!(
+            Frame::split(b"x".to_vec(), Vec::new()),
+            Frame::whole(b"x".to_vec())
+        );
+    }
+
+    #[test]
+    fn debug_shows_sizes_only() {
+        let frame = Frame::split(b"secret".to_vec(), b"data".to_vec());
+        assert_eq!(format!("{frame:?}"), "Frame { head: 6, tail: 4 }");
+    }
+}
