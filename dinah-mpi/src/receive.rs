@@ -201,9 +201,11 @@ impl Receives {
         let process = comm.process_at_rank(source);
         let tag = stream.large().tag();
         let request = OwnedRequest::post(&process, tag, pool.take_len(len));
-        // The tail becomes the decoded value: a buffer of its own, never
-        // a pooled one.
-        let tail = (tail > 0).then(|| OwnedRequest::post(&process, tag, vec![0; tail]));
+        // The tail becomes the decoded value: a buffer of exactly its
+        // length (past the batch sizes, so never a pooled batch buffer),
+        // a spare large one of this thread when there is one (a large
+        // frame this rank sent earlier), whose pages are already mapped.
+        let tail = (tail > 0).then(|| OwnedRequest::post(&process, tag, pool.take_len(tail)));
         self.queue(stream, from, request, None, tail);
     }
 
