@@ -148,15 +148,19 @@ impl FrameReader {
         if *header.message() == Message::Heartbeat {
             return Ok(ReadEvent::Heartbeat);
         }
-        let tail = detached_len(header.segment_count(), frame);
+        let tail = if frame.len() > DETACH_FROM {
+            detached_len(header.segment_count(), frame)
+        } else {
+            0
+        };
         let (head, tail) = frame.split_at(frame.len() - tail);
         let mut bytes = frame_buffers::take(head.len());
         bytes.extend_from_slice(head);
-        let mut detached = Vec::new();
-        if !tail.is_empty() {
-            detached = frame_buffers::take(tail.len());
-            detached.extend_from_slice(tail);
+        if tail.is_empty() {
+            return Ok(ReadEvent::Frame(Frame::whole(bytes)));
         }
+        let mut detached = frame_buffers::take(tail.len());
+        detached.extend_from_slice(tail);
         Ok(ReadEvent::Frame(Frame::split(bytes, detached)))
     }
 
@@ -248,6 +252,9 @@ impl FrameReader {
             self.frame_len = 0;
             self.tail_len = 0;
             let head = std::mem::take(&mut self.current);
+            if self.tail.is_empty() {
+                return ReadEvent::Frame(Frame::whole(head));
+            }
             ReadEvent::Frame(Frame::split(head, std::mem::take(&mut self.tail)))
         }
     }

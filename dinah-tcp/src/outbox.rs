@@ -86,21 +86,30 @@ impl Outbox {
             let mut slices = [IoSlice::new(&[]); MAX_SLICES];
             let mut count = 0;
             let mut gathered = 0;
-            'gather: for (i, pending) in self.frames.iter().enumerate() {
+            for (i, pending) in self.frames.iter().enumerate() {
                 let skip = if i == 0 { self.offset } else { 0 };
-                let (head, tail) = (pending.frame.head(), pending.frame.tail());
-                let parts = if skip < head.len() {
-                    [&head[skip..], tail]
-                } else {
-                    [&tail[skip - head.len()..], &[][..]]
-                };
-                for part in parts.into_iter().filter(|part| !part.is_empty()) {
+                let frame = &pending.frame;
+                if !frame.is_split() {
                     if count == MAX_SLICES {
-                        break 'gather;
+                        break;
                     }
-                    slices[count] = IoSlice::new(part);
+                    slices[count] = IoSlice::new(&frame.head()[skip..]);
                     count += 1;
-                    gathered += part.len();
+                    gathered += frame.head().len() - skip;
+                } else {
+                    // Head and tail, each from its own buffer (the head
+                    // may be written already).
+                    if count + 2 > MAX_SLICES {
+                        break;
+                    }
+                    let (head, tail) = (frame.head(), frame.tail());
+                    let head = head.get(skip..).unwrap_or_default();
+                    let tail = &tail[skip.saturating_sub(frame.head().len())..];
+                    for part in [head, tail].into_iter().filter(|part| !part.is_empty()) {
+                        slices[count] = IoSlice::new(part);
+                        count += 1;
+                        gathered += part.len();
+                    }
                 }
                 if gathered >= max_bytes {
                     break;

@@ -136,6 +136,7 @@ pub fn decode_frame<'a>(
 /// `tail` more bytes kept elsewhere (none for a whole frame), up to and
 /// including the frame's length; the error text is left to the caller.
 /// Returns the header, the length table and the payload bytes in `head`.
+#[inline]
 pub(crate) fn check_parts<'a>(
     head: &'a [u8],
     tail: usize,

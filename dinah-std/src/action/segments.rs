@@ -215,14 +215,20 @@ impl SegmentWriter {
 
     /// The segments' lengths in order, a detached last one's included.
     pub(crate) fn lens(&self) -> impl ExactSizeIterator<Item = usize> + '_ {
+        let tail = self.has_tail().then_some(self.tail.len());
+        ExactChain(self.inline_lens(), tail)
+    }
+
+    /// The lengths of the segments in the shared buffer, in order (all of
+    /// them but a detached last one).
+    #[inline]
+    pub(crate) fn inline_lens(&self) -> impl ExactSizeIterator<Item = usize> + '_ {
         let mut start = self.start;
-        let inline = self.ends.iter().map(move |&end| {
+        self.ends.iter().map(move |&end| {
             let len = end - start;
             start = end;
             len
-        });
-        let tail = self.has_tail().then_some(self.tail.len());
-        ExactChain(inline, tail)
+        })
     }
 
     /// Takes the detached last segment (empty if there is none).
@@ -236,7 +242,9 @@ impl SegmentWriter {
         self.ends.clear();
         self.depth = 0;
         self.start = 0;
-        self.tail = Vec::new();
+        if self.has_tail() {
+            self.tail = Vec::new();
+        }
     }
 
     /// Reserves `len` bytes before the first segment (an empty writer

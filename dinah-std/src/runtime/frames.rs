@@ -47,26 +47,45 @@ pub(crate) fn with_payload(
     payload: &mut SegmentWriter,
     limits: &ProtocolLimits,
 ) -> Result<Frame, ProtocolError> {
-    let bytes = payload.bytes();
-    let tail_len = payload.tail_len();
+    if payload.has_tail() {
+        return with_tail(origin, message, payload, limits);
+    }
+    let lens = payload.inline_lens();
+    let header = Header::packed(origin, message, lens, payload.bytes(), limits)?;
+    Ok(Frame::whole(head_of_payload(&header, payload, None)))
+}
+
+/// [`with_payload`] for a payload whose last segment is detached: it
+/// becomes the frame's tail.
+#[cold]
+fn with_tail(
+    origin: Rank,
+    message: Message,
+    payload: &mut SegmentWriter,
+    limits: &ProtocolLimits,
+) -> Result<Frame, ProtocolError> {
+    let (bytes, tail_len) = (payload.bytes(), payload.tail_len());
     let header =
         Header::packed_with_tail(origin, message, payload.lens(), bytes, tail_len, limits)?;
     let tail = payload.take_tail();
-    let head = head_of_payload(&header, payload, tail.len());
+    let head = head_of_payload(&header, payload, Some(tail_len));
     Ok(Frame::split(head, tail))
 }
 
 /// The head of `header`'s frame around the segments in `payload`'s own
-/// buffer, whose detached last segment of `tail_len` bytes (if any) was
-/// taken: its length is still in the head's table.
-fn head_of_payload(header: &Header, payload: &mut SegmentWriter, tail_len: usize) -> Vec<u8> {
-    let tail = (tail_len > 0).then_some(tail_len);
+/// buffer; `tail` is the length of a detached last segment already taken,
+/// which stays in the head's length table.
+#[inline(always)]
+fn head_of_payload(header: &Header, payload: &mut SegmentWriter, tail: Option<usize>) -> Vec<u8> {
     let inline = payload.bytes().len();
     let head_len = header.head_len() + inline;
     if inline >= IN_PLACE_FROM && payload.head_room() == header.head_len() {
         let mut head = [0; HEADER_LEN + LENGTH_ENTRY_LEN * MAX_IN_PLACE_SEGMENTS];
         if let Some(head) = head.get_mut(..header.head_len()) {
-            write_head(header, payload.lens().chain(tail), head);
+            match tail {
+                None => write_head(header, payload.inline_lens(), head),
+                Some(tail) => write_head(header, payload.inline_lens().chain(Some(tail)), head),
+            }
             // The writer carries on in a spare buffer as large as this
             // frame (within its own bound), so the next frame like it is
             // written without growing a buffer from nothing.
@@ -84,32 +103,54 @@ fn head_of_payload(header: &Header, payload: &mut SegmentWriter, tail_len: usize
     // stores, which stalls the copy until the stores retire.
     frame.extend_from_slice(&[0; HEADER_LEN]);
     header.encode_into(head_of(&mut frame));
-    for len in payload.lens().chain(tail) {
-        // The header checked every length against the segment limit.
+    // The header checked every length against the segment limit.
+    for len in payload.inline_lens() {
         frame.extend_from_slice(&(len as u32).to_le_bytes());
+    }
+    if let Some(tail) = tail {
+        frame.extend_from_slice(&(tail as u32).to_le_bytes());
     }
     frame.extend_from_slice(payload.bytes());
     debug_assert_eq!(frame.len(), head_len);
     frame
 }
 
-/// Decodes and checks a frame that arrived (or a job of this rank made),
-/// whole or split: its header, and an error frame's text.
+/// A frame that arrived (or a job of this rank made), decoded and checked,
+/// whole or split.
+pub(crate) enum Received<'a> {
+    /// Held in one buffer.
+    Whole(FrameRef<'a>),
+    /// Held as a head and a detached last segment.
+    Split(SplitFrameRef<'a>),
+}
+
+impl Received<'_> {
+    /// The frame's header.
+    #[inline]
+    pub(crate) fn header(&self) -> &Header {
+        match self {
+            Self::Whole(frame) => frame.header(),
+            Self::Split(frame) => frame.header(),
+        }
+    }
+}
+
+/// Decodes and checks `frame`, whole or split.
 ///
 /// # Errors
 ///
 /// The frame's [`ProtocolError`]: see
 /// [`decode_frame`](dinah_core::wire::decode_frame) and
 /// [`decode_split_frame`](dinah_core::wire::decode_split_frame).
+#[inline]
 pub(crate) fn decode_received<'a>(
     frame: &'a Frame,
     ctx: &DecodeContext,
-) -> Result<(Header, Option<&'a str>), ProtocolError> {
+) -> Result<Received<'a>, ProtocolError> {
     if frame.is_split() {
-        decode_split_frame(frame.head(), frame.tail().len(), ctx)
-            .map(|split| (*split.header(), None))
+        decode_split_frame(frame.head(), frame.tail().len(), ctx).map(Received::Split)
     } else {
-        decode_frame(frame.head(), ctx).map(|whole| (*whole.header(), whole.error_text()))
+        decode_frame(frame.head(), ctx).map(Received::Whole)
     }
 }
 
@@ -117,14 +158,17 @@ pub(crate) fn decode_received<'a>(
 /// `header` when it arrived (or was encoded by this rank); `None` if its
 /// parts no longer match the header. A detached last segment can be
 /// taken by the value read ([`SegmentReader::next_vec`]).
+#[inline]
 pub(crate) fn payload(header: Header, frame: &mut Frame) -> Option<SegmentReader<'_>> {
-    if frame.is_split() {
-        let (head, tail) = frame.parts_mut();
-        let split = SplitFrameRef::from_decoded(header, head, tail.len())?;
-        Some(SegmentReader::from_split_frame(split, tail))
-    } else {
-        let whole = FrameRef::from_decoded(header, frame.head())?;
-        Some(SegmentReader::from_frame(whole.segments()))
+    match frame.parts_mut() {
+        (head, Some(tail)) => {
+            let split = SplitFrameRef::from_decoded(header, head, tail.len())?;
+            Some(SegmentReader::from_split_frame(split, tail))
+        }
+        (head, None) => {
+            let whole = FrameRef::from_decoded(header, head)?;
+            Some(SegmentReader::from_frame(whole.segments()))
+        }
     }
 }
 

@@ -17,100 +17,159 @@ use std::fmt;
 /// ([`decode_split_frame`](dinah_core::wire::decode_split_frame)); a
 /// transport that cannot keep the parts apart joins them
 /// ([`into_whole`](Self::into_whole)).
-#[derive(Clone, Default, PartialEq, Eq)]
-pub struct Frame {
+///
+/// A whole frame is exactly its one `Vec<u8>` in size: the queues and
+/// events that carry every small frame stay as small as before, and the
+/// parts of a split frame (rare, and large) are boxed.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Frame(Repr);
+
+#[derive(Clone, PartialEq, Eq)]
+enum Repr {
+    Whole(Vec<u8>),
+    /// The tail is never empty.
+    Split(Box<Parts>),
+}
+
+#[derive(Clone, PartialEq, Eq)]
+struct Parts {
     head: Vec<u8>,
     tail: Vec<u8>,
 }
 
+impl Default for Frame {
+    fn default() -> Self {
+        Self::whole(Vec::new())
+    }
+}
+
 impl Frame {
     /// A frame held in one buffer.
+    #[inline]
     pub const fn whole(bytes: Vec<u8>) -> Self {
-        Self {
-            head: bytes,
-            tail: Vec::new(),
-        }
+        Self(Repr::Whole(bytes))
     }
 
     /// A frame held as `head` followed by `tail` (an empty tail makes a
     /// whole frame).
-    pub const fn split(head: Vec<u8>, tail: Vec<u8>) -> Self {
-        Self { head, tail }
+    #[inline]
+    pub fn split(head: Vec<u8>, tail: Vec<u8>) -> Self {
+        if tail.is_empty() {
+            return Self::whole(head);
+        }
+        Self(Repr::Split(Box::new(Parts { head, tail })))
     }
 
     /// The frame's length in bytes, both parts together.
+    #[inline]
     pub fn len(&self) -> usize {
-        self.head.len() + self.tail.len()
+        match &self.0 {
+            Repr::Whole(bytes) => bytes.len(),
+            Repr::Split(parts) => parts.head.len() + parts.tail.len(),
+        }
     }
 
     /// Is the frame empty?
+    #[inline]
     pub fn is_empty(&self) -> bool {
-        self.head.is_empty() && self.tail.is_empty()
+        self.len() == 0
     }
 
     /// Is the frame held in two parts?
+    #[inline]
     pub fn is_split(&self) -> bool {
-        !self.tail.is_empty()
+        matches!(self.0, Repr::Split(_))
     }
 
     /// The first part: the whole frame, or everything before the tail.
+    #[inline]
     pub fn head(&self) -> &[u8] {
-        &self.head
+        match &self.0 {
+            Repr::Whole(bytes) => bytes,
+            Repr::Split(parts) => &parts.head,
+        }
     }
 
     /// The first part, writable (stamping a request ID into its header).
+    #[inline]
     pub fn head_mut(&mut self) -> &mut Vec<u8> {
-        &mut self.head
+        match &mut self.0 {
+            Repr::Whole(bytes) => bytes,
+            Repr::Split(parts) => &mut parts.head,
+        }
     }
 
-    /// Both parts, the head writable and the tail to be taken (a
-    /// received tail becomes the decoded value).
-    pub fn parts_mut(&mut self) -> (&mut Vec<u8>, &mut Vec<u8>) {
-        (&mut self.head, &mut self.tail)
+    /// The head, and the tail of a split frame to be taken (a received
+    /// tail becomes the decoded value).
+    #[inline]
+    pub fn parts_mut(&mut self) -> (&[u8], Option<&mut Vec<u8>>) {
+        match &mut self.0 {
+            Repr::Whole(bytes) => (bytes, None),
+            Repr::Split(parts) => {
+                let Parts { head, tail } = &mut **parts;
+                (head, Some(tail))
+            }
+        }
     }
 
     /// The detached last segment; empty for a whole frame.
+    #[inline]
     pub fn tail(&self) -> &[u8] {
-        &self.tail
+        match &self.0 {
+            Repr::Whole(_) => &[],
+            Repr::Split(parts) => &parts.tail,
+        }
     }
 
     /// The bytes the two parts' buffers occupy (what a frame held costs).
     pub fn capacity(&self) -> usize {
-        self.head.capacity() + self.tail.capacity()
+        match &self.0 {
+            Repr::Whole(bytes) => bytes.capacity(),
+            Repr::Split(parts) => parts.head.capacity() + parts.tail.capacity(),
+        }
     }
 
-    /// The two parts.
+    /// The two parts (the second empty for a whole frame).
+    #[inline]
     pub fn into_parts(self) -> (Vec<u8>, Vec<u8>) {
-        (self.head, self.tail)
+        match self.0 {
+            Repr::Whole(bytes) => (bytes, Vec::new()),
+            Repr::Split(parts) => (parts.head, parts.tail),
+        }
     }
 
     /// The frame in one buffer: the head, with the tail copied after it if
     /// the frame is split.
     pub fn into_whole(self) -> Vec<u8> {
-        let Self { mut head, tail } = self;
-        if !tail.is_empty() {
-            head.extend_from_slice(&tail);
+        match self.0 {
+            Repr::Whole(bytes) => bytes,
+            Repr::Split(parts) => {
+                let Parts { mut head, tail } = *parts;
+                head.extend_from_slice(&tail);
+                head
+            }
         }
-        head
     }
 
     /// The frame's bytes copied into one new buffer.
     pub fn to_vec(&self) -> Vec<u8> {
         let mut bytes = Vec::with_capacity(self.len());
-        bytes.extend_from_slice(&self.head);
-        bytes.extend_from_slice(&self.tail);
+        bytes.extend_from_slice(self.head());
+        bytes.extend_from_slice(self.tail());
         bytes
     }
 
     /// Do the frame's bytes equal `bytes`, wherever the split is?
     pub fn bytes_eq(&self, bytes: &[u8]) -> bool {
+        let head = self.head();
         bytes.len() == self.len()
-            && bytes[..self.head.len()] == self.head[..]
-            && bytes[self.head.len()..] == self.tail[..]
+            && bytes[..head.len()] == *head
+            && bytes[head.len()..] == *self.tail()
     }
 }
 
 impl From<Vec<u8>> for Frame {
+    #[inline]
     fn from(bytes: Vec<u8>) -> Self {
         Self::whole(bytes)
     }
@@ -120,8 +179,8 @@ impl fmt::Debug for Frame {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Sizes only: never payload bytes.
         f.debug_struct("Frame")
-            .field("head", &self.head.len())
-            .field("tail", &self.tail.len())
+            .field("head", &self.head().len())
+            .field("tail", &self.tail().len())
             .finish()
     }
 }
@@ -155,6 +214,11 @@ mod tests {
             Frame::split(b"x".to_vec(), Vec::new()),
             Frame::whole(b"x".to_vec())
         );
+    }
+
+    #[test]
+    fn a_frame_is_the_size_of_one_vector() {
+        assert_eq!(size_of::<Frame>(), size_of::<Vec<u8>>());
     }
 
     #[test]

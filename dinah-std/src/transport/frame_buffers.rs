@@ -168,6 +168,7 @@ pub fn take(len: usize) -> Vec<u8> {
 /// Takes back a frame's buffer that is no longer needed: kept for
 /// [`take`] on this thread if it is of a useful size and the bounds
 /// allow, freed otherwise.
+#[inline]
 pub fn give(mut buffer: Vec<u8>) {
     let Some(class) = class_for_capacity(buffer.capacity()) else {
         return;
@@ -187,10 +188,14 @@ pub fn give(mut buffer: Vec<u8>) {
 }
 
 /// [`give`] for both parts of a frame.
+#[inline]
 pub fn give_frame(frame: super::Frame) {
+    let split = frame.is_split();
     let (head, tail) = frame.into_parts();
     give(head);
-    give(tail);
+    if split {
+        give(tail);
+    }
 }
 
 /// What a thread keeps: see [`kept`].

@@ -64,7 +64,8 @@ fn local_outcome(
     let error = match outcome {
         // The future decodes the output from the frame through its header.
         TaskOutcome::Completed(frame) => match decode_received(&frame, ctx) {
-            Ok((header, _)) => {
+            Ok(decoded) => {
+                let header = *decoded.header();
                 counts.completed();
                 return CallOutcome::Frame { header, frame };
             }

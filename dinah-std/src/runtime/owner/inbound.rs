@@ -2,7 +2,9 @@
 //! here, then handed to the caller's table or the serving side), peers
 //! going down, sends that failed.
 
-use dinah_core::wire::{Channel, DecodeContext, ErrorCode, Message};
+use dinah_core::wire::{
+    Channel, DecodeContext, ErrorCode, FrameRef, Message, decode_frame, decode_split_frame,
+};
 use dinah_core::{Instant, Rank};
 
 use crate::runtime::Runtime;
@@ -54,8 +56,8 @@ impl Runtime {
                 else {
                     return;
                 };
-                if let Ok((header, _)) = decode_received(&frame, &ctx) {
-                    if let Message::Request { call, .. } = *header.message() {
+                if let Ok(decoded) = decode_received(&frame, &ctx) {
+                    if let Message::Request { call, .. } = *decoded.header().message() {
                         let failure = RuntimeError::Transport { peer: to, error };
                         let counts = &mut self.counts;
                         let _ = self.hub.calls.complete(call.request, |_| {
@@ -89,9 +91,22 @@ impl Runtime {
             return;
         };
         let ctx = ctx.with_channel(channel);
-        let Ok((header, text)) = decode_received(&bytes, &ctx) else {
-            counts.protocol_rejection();
-            return;
+        // Matched by reference, so the decoded frame is read where the
+        // decoder wrote it instead of being copied out first; a split
+        // frame (a large payload) is decoded on a path of its own.
+        let (whole, split);
+        let header = if bytes.is_split() {
+            split = decode_split_frame(bytes.head(), bytes.tail().len(), &ctx);
+            match &split {
+                Ok(frame) => frame.header(),
+                Err(_) => return counts.protocol_rejection(),
+            }
+        } else {
+            whole = decode_frame(bytes.head(), &ctx);
+            match &whole {
+                Ok(frame) => frame.header(),
+                Err(_) => return counts.protocol_rejection(),
+            }
         };
         if let Message::Error { call, .. } | Message::Result { call } = header.message() {
             // An answer comes from the rank its request was sent to (the
@@ -103,7 +118,10 @@ impl Runtime {
         }
         match *header.message() {
             Message::Error { call, code } => {
-                let text = text.unwrap_or("");
+                // Error frames are never split: checked whole above.
+                let text = FrameRef::from_decoded(*header, bytes.head())
+                    .and_then(|frame| frame.error_text())
+                    .unwrap_or("");
                 let late = hub.calls.complete(call.request, |info| {
                     if info.peer != from || info.call.action != call.action {
                         counts.failed();
@@ -130,9 +148,11 @@ impl Runtime {
                 let until = now
                     .checked_add(deadline.as_duration())
                     .unwrap_or(Instant::MAX);
+                let header = *header;
                 server.on_request(hub, from, call, until, (header, bytes), now);
             }
             Message::Result { call } => {
+                let header = *header;
                 let late = hub.calls.complete(call.request, |info| {
                     if info.peer != from || info.call.action != call.action {
                         counts.failed();
