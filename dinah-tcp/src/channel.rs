@@ -24,6 +24,7 @@ use crate::error::TcpError;
 use crate::frame::{FrameReader, ReadEvent};
 use crate::inbound::{End, Inbound};
 use crate::outbox::Outbox;
+use crate::readiness::Interest;
 use crate::socket;
 use crate::watch::{Registration, Watcher};
 
@@ -41,7 +42,8 @@ pub(crate) struct Connection {
     at: usize,
     len: usize,
     /// The socket, in the driver's watcher set (which wakes the parked
-    /// owner when it becomes readable) until the stream ends.
+    /// owner when it becomes readable, or writable while `blocked`) until
+    /// the stream ends.
     pub(crate) registration: Registration,
     /// Frames to write.
     pub(crate) outbox: Outbox,
@@ -56,7 +58,8 @@ pub(crate) struct Connection {
     pub(crate) goodbye_queued: bool,
     /// This side's goodbye is written and the write side shut down.
     pub(crate) write_closed: bool,
-    /// The last write found the socket's buffer full.
+    /// The last write found the socket's buffer full (set through
+    /// [`set_blocked`](Self::set_blocked)).
     pub(crate) blocked: bool,
 }
 
@@ -193,6 +196,22 @@ impl Connection {
         self.len = 0;
         items.push(Inbound::End(end));
         true
+    }
+
+    /// Records whether the last write found the socket's buffer full.
+    /// While it is, the socket is watched for room as well as for data, so
+    /// the owner's wait ends once the peer has read enough to take more.
+    ///
+    /// # Errors
+    ///
+    /// The readiness set's error when the socket's watch cannot change.
+    pub(crate) fn set_blocked(&mut self, blocked: bool) -> io::Result<()> {
+        self.blocked = blocked;
+        self.registration.watch(if blocked {
+            Interest::ReadOrWrite
+        } else {
+            Interest::Read
+        })
     }
 
     /// Are bytes read off the socket still waiting to be fed?

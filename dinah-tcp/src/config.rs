@@ -73,11 +73,12 @@ pub struct TcpConfig {
     /// `None` leaves keep-alive off). A peer that vanished without a reset
     /// is then reported down after a few unanswered probes.
     pub keepalive: Option<Duration>,
-    /// The longest the owner waits before retrying a write that found the
-    /// socket full (default 200 µs). The first retry comes after 5 µs and
-    /// the wait doubles up to this while the socket stays full. Only used
-    /// while some connection's socket buffer is full; otherwise the owner
-    /// sleeps until woken.
+    /// The longest the owner parks while a write waits for room in a
+    /// socket's buffer (default 200 µs). The socket's room wakes it sooner:
+    /// a full socket is watched for writability as well as for data; this
+    /// bound only matters if that report comes late. Only used while some
+    /// connection's socket buffer is full; otherwise the owner parks until
+    /// woken.
     pub blocked_write_retry: Duration,
     /// Liveness (default 5 s; `None` turns it off): every quarter of it,
     /// this rank sends each peer a heartbeat on the control connection,
@@ -230,10 +231,8 @@ impl TcpConfig {
     }
 
     /// Sets [`blocked_write_retry`](Self::blocked_write_retry): the longest
-    /// wait before retrying a write that found the socket full.
-    ///
-    /// The first retry comes after 5 µs and the wait doubles up to this
-    /// while the socket stays full. Default: 200 µs.
+    /// the owner parks while a write waits for room in a socket's buffer
+    /// (its writability wakes it sooner). Default: 200 µs.
     #[must_use]
     pub const fn with_blocked_write_retry(mut self, blocked_write_retry: Duration) -> Self {
         self.blocked_write_retry = blocked_write_retry;

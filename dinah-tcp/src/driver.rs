@@ -66,7 +66,8 @@ enum Stage {
 /// as the sockets take (gathering up to 64 frames per `sendmsg`), then
 /// reads the sockets and hands over the frames they complete. While the
 /// owner is idle, one watcher thread waits on a readiness set of every
-/// connection's socket and wakes it when one becomes readable. See the
+/// connection's socket and wakes it when one becomes readable (or, while
+/// a write waits for room in a socket's buffer, writable). See the
 /// [crate documentation](crate) for the design and its measurements.
 ///
 /// Dropping the driver closes it as [`close`](TransportDriver::close) does,
@@ -76,7 +77,7 @@ pub struct TcpDriver {
     me: Rank,
     config: TcpConfig,
     peers: Vec<Peer>,
-    /// Wakes the parked owner when a connection becomes readable.
+    /// Wakes the parked owner when a connection becomes ready.
     watcher: Watcher,
     /// Events owed to the runtime (peer changes, failed sends), reported
     /// before anything else as the budget allows.
@@ -97,11 +98,6 @@ pub struct TcpDriver {
     rejected_total: u64,
     /// What was left when the driver was closed.
     closed: Option<DriverCounts>,
-    /// The next wait while a socket's buffer is full: starts short (the
-    /// peer's reader usually drains it within microseconds), doubles up to
-    /// `blocked_write_retry` while no write goes through, and starts over
-    /// when one does.
-    blocked_pause: Duration,
     /// The refused connections as the runtime's statistics report them.
     refusals: Refusals,
     /// Heartbeats sent and heard ([`TcpConfig::liveness_timeout`]).
@@ -120,9 +116,6 @@ fn refusals_of(rejected: &[TcpError], total: u64) -> Refusals {
     refusals.count(total.saturating_sub(rejected.len() as u64));
     refusals
 }
-
-/// The first wait for a full socket buffer to drain.
-const FIRST_BLOCKED_PAUSE: Duration = Duration::from_micros(5);
 
 impl TcpDriver {
     /// Starts the watcher thread and registers `established`'s
@@ -187,7 +180,6 @@ impl TcpDriver {
             rejected: established.rejected,
             rejected_total: established.rejected_total,
             closed: None,
-            blocked_pause: FIRST_BLOCKED_PAUSE,
             refusals,
             liveness: Liveness::new(config.liveness_timeout, world, me, Instant::now()),
             silent: Vec::new(),
@@ -346,9 +338,9 @@ impl TransportDriver for TcpDriver {
     /// timeout ends the wait. Bytes already read and not yet handed over end the wait
     /// at once.
     ///
-    /// While a socket's buffer is full, nothing wakes the owner when it
-    /// drains, so it waits briefly (yielding its core) and retries: 5 µs
-    /// first, doubling while no write goes through, at most
+    /// A socket whose buffer was full at the last write counts as ready
+    /// once it has room again (the spin and the watcher see it like an
+    /// arrival); while one is full, the park lasts at most
     /// [`blocked_write_retry`](TcpConfig::blocked_write_retry).
     fn idle_wait(&mut self, spin: Duration, timeout: Duration) {
         let live = || {
@@ -360,19 +352,15 @@ impl TransportDriver for TcpDriver {
         if live().any(Connection::buffered) {
             return;
         }
-        let blocked = live().any(|conn| conn.blocked && !conn.outbox.is_empty());
-        if blocked {
-            // Nothing wakes the owner when a socket drains: wait briefly,
-            // yielding the core to the threads that drain it, then retry;
-            // the pause grows while the socket stays full.
-            let pause = timeout
-                .min(self.blocked_pause)
-                .min(self.config.blocked_write_retry);
-            self.blocked_pause = (self.blocked_pause * 2).min(self.config.blocked_write_retry);
-            self.watcher.arm();
-            self.handle.wakeup().wait(pause, pause);
-            return;
-        }
+        // A socket whose write waits for room is watched for room too (see
+        // `Connection::set_blocked`): its draining ends the spin or the watcher's
+        // wait below like an arrival. The park is still bounded, in case a
+        // platform reports the room late.
+        let timeout = if live().any(|conn| conn.blocked) {
+            timeout.min(self.config.blocked_write_retry)
+        } else {
+            timeout
+        };
         let wakeup = self.handle.wakeup();
         let start = Instant::now();
         let spin = spin.min(timeout);

@@ -1,11 +1,13 @@
 //! A level-triggered readiness set over every connection's socket: the
-//! owner asks it, without blocking, whether any socket is readable (data,
-//! its end, or an error), and the watcher thread (`watch.rs`) waits on it
-//! until one is, or until it is interrupted.
+//! owner asks it, without blocking, whether any socket is ready (readable:
+//! data, its end, or an error; or, for a socket whose write waits for room
+//! in its send buffer, writable), and the watcher thread (`watch.rs`) waits
+//! on it until one is, or until it is interrupted.
 //!
 //! The set is a `polling::Poller` (epoll on Linux, kqueue on macOS and the
 //! BSDs, event ports on illumos, IOCP on Windows) with every socket
-//! registered level-triggered for reading. The watcher waits in
+//! registered level-triggered for reading, and for writing too while a
+//! write to it waits for room ([`Set::watch`]). The watcher waits in
 //! [`Poller::wait`]; [`Set::interrupt`] notifies the poller.
 //!
 //! The owner's look must be one cheap system call and must never stand
@@ -31,6 +33,25 @@ use polling::{Event, Events, PollMode, Poller};
 /// The key every socket is registered under: the set only tells whether
 /// any socket is ready, never which.
 const KEY: usize = 0;
+
+/// What makes a socket of the set ready.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Interest {
+    /// Data, its end, or an error: every socket, always.
+    Read,
+    /// That, or room in its send buffer: a socket whose owner has a write
+    /// waiting for room.
+    ReadOrWrite,
+}
+
+impl Interest {
+    fn event(self) -> Event {
+        match self {
+            Self::Read => Event::readable(KEY),
+            Self::ReadOrWrite => Event::all(KEY),
+        }
+    }
+}
 
 /// Every connection's socket, level-triggered (see the module docs).
 #[derive(Debug)]
@@ -75,7 +96,8 @@ impl Set {
         std::iter::once(&self.poller).chain(look)
     }
 
-    /// Adds `socket`. On failure it is in no poller of the set.
+    /// Adds `socket`, ready when readable. On failure it is in no poller
+    /// of the set.
     ///
     /// # Safety
     ///
@@ -89,11 +111,24 @@ impl Set {
             // them here (deleting a socket a poller does not hold fails
             // harmlessly), while it is still open.
             let added =
-                unsafe { poller.add_with_mode(socket, Event::readable(KEY), PollMode::Level) };
+                unsafe { poller.add_with_mode(socket, Interest::Read.event(), PollMode::Level) };
             if let Err(error) = added {
                 self.remove(socket);
                 return Err(error);
             }
+        }
+        Ok(())
+    }
+
+    /// Changes what makes `socket` (in the set) ready.
+    ///
+    /// # Errors
+    ///
+    /// The poller's error; the socket's interest in the pollers already
+    /// changed stays changed.
+    pub(crate) fn watch(&self, socket: &TcpStream, interest: Interest) -> io::Result<()> {
+        for poller in self.pollers() {
+            poller.modify_with_mode(socket, interest.event(), PollMode::Level)?;
         }
         Ok(())
     }
@@ -107,8 +142,8 @@ impl Set {
         }
     }
 
-    /// Is any socket readable right now? Never blocks: one `poll(2)` of
-    /// the epoll descriptor.
+    /// Is any socket ready right now? Never blocks: one `poll(2)` of the
+    /// epoll descriptor.
     #[cfg(any(target_os = "linux", target_os = "android"))]
     pub(crate) fn any_ready(&self) -> bool {
         use rustix::event::{PollFd, PollFlags, Timespec, poll};
@@ -120,7 +155,7 @@ impl Set {
         poll(&mut fds, Some(&now)).is_ok_and(|ready| ready > 0)
     }
 
-    /// Is any socket readable right now? Never blocks.
+    /// Is any socket ready right now? Never blocks.
     #[cfg(not(any(target_os = "linux", target_os = "android")))]
     pub(crate) fn any_ready(&self) -> bool {
         let (poller, events) = &self.look;
@@ -131,7 +166,7 @@ impl Set {
             .is_ok_and(|ready| ready > 0)
     }
 
-    /// Blocks until a socket is readable (`true`) or
+    /// Blocks until a socket is ready (`true`) or
     /// [`interrupt`](Self::interrupt) (`false`); a failed wait also returns
     /// `false`.
     pub(crate) fn wait(&self) -> bool {
@@ -215,6 +250,41 @@ mod tests {
         assert!(waiter.join().unwrap(), "woken by the socket");
         assert!(set.any_ready());
         assert!(set.wait(), "still ready: level-triggered");
+        set.remove(&a);
+    }
+
+    #[test]
+    fn a_socket_watched_for_room_is_ready_once_its_full_buffer_drains() {
+        let (a, mut b) = loopback_pair();
+        let set = Set::new().unwrap();
+        // SAFETY: removed before it closes, at the end.
+        unsafe { set.add(&a).unwrap() };
+        // Writable but watched for data only: not ready.
+        assert!(!set.any_ready(), "room alone does not count");
+        set.watch(&a, Interest::ReadOrWrite).unwrap();
+        until_ready(&set);
+        // Fill the send buffer (and the peer's receive buffer).
+        a.set_nonblocking(true).unwrap();
+        let chunk = vec![7u8; 64 << 10];
+        let mut sent = 0;
+        loop {
+            match (&a).write(&chunk) {
+                Ok(n) => sent += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert!(!set.any_ready(), "a full buffer has no room");
+        // The peer reads everything: room again, and the set says so.
+        let mut buf = vec![0u8; 64 << 10];
+        let mut got = 0;
+        while got < sent {
+            got += b.read(&mut buf).unwrap();
+        }
+        until_ready(&set);
+        // Back to data only: the room no longer counts.
+        set.watch(&a, Interest::Read).unwrap();
+        assert!(!set.any_ready(), "watched for data only again");
         set.remove(&a);
     }
 

@@ -1,16 +1,21 @@
-//! Waking an idle owner thread when a connection has something to read.
+//! Waking an idle owner thread when a connection has something to read,
+//! or room for a write that waits.
 //!
-//! The owner reads every socket itself, without blocking, inside `poll`.
-//! While it is busy nothing else touches the sockets. Every connection's
-//! socket is registered in the driver's one readiness set (see
-//! `readiness.rs`), so whether any socket is readable is one question
-//! however many peers there are: the owner's idle spin asks exactly that. Before the owner
-//! parks, it arms the driver's [`Watcher`]: one thread that waits on the
-//! whole set until a socket holds data, reaches its end or fails, then
-//! wakes the owner and disarms itself. The set is level-triggered, so a
-//! socket that became readable between the owner's last read and the
-//! arming ends the wait at once (no arrival is missed), and readiness
-//! takes nothing from a socket (the owner reads every stream whole).
+//! The owner reads and writes every socket itself, without blocking,
+//! inside `poll`. While it is busy nothing else touches the sockets. Every
+//! connection's socket is registered in the driver's one readiness set
+//! (see `readiness.rs`), so whether any socket is ready is one question
+//! however many peers there are: the owner's idle spin asks exactly that.
+//! A socket is ready when it holds data, reaches its end or fails; one
+//! whose send buffer was full when the owner last wrote to it
+//! ([`Registration::watch`]) is ready when it has room again too, so a
+//! large frame's next bytes go out as soon as the peer has read the last
+//! ones. Before the owner parks, it arms the driver's [`Watcher`]: one
+//! thread that waits on the whole set until a socket is ready, then wakes
+//! the owner and disarms itself. The set is level-triggered, so a socket
+//! that became ready between the owner's last look and the arming ends
+//! the wait at once (no arrival is missed), and readiness takes nothing
+//! from a socket (the owner reads every stream whole).
 //!
 //! A watcher stays armed until it fires; disarmed, it waits on a condition
 //! variable, not on the sockets, so a socket the busy owner has not read
@@ -27,7 +32,7 @@ use dinah_core::Rank;
 use dinah_std::transport::{IoOp, Wakeup};
 
 use crate::error::TcpError;
-use crate::readiness::Set;
+use crate::readiness::{Interest, Set};
 
 /// Stack size of the watcher thread: it only waits.
 const WATCHER_STACK: usize = 64 << 10;
@@ -50,7 +55,7 @@ struct Shared {
 #[derive(Debug, Default, Clone, Copy)]
 struct Flags {
     /// The owner is (about to be) parked: wake it when a socket is
-    /// readable.
+    /// ready.
     armed: bool,
     /// The driver is closing: end the thread.
     stop: bool,
@@ -110,17 +115,19 @@ impl Watcher {
             shared: Arc::clone(&self.shared),
             stream,
             watched: true,
+            interest: Interest::Read,
         })
     }
 
-    /// Is any registered socket readable (data, its end, or an error)
-    /// right now? One question, whatever the number of connections.
+    /// Is any registered socket ready (data, its end, an error, or room
+    /// for a waiting write) right now? One question, whatever the number
+    /// of connections.
     pub(crate) fn any_ready(&self) -> bool {
         self.shared.set.any_ready()
     }
 
     /// Asks the watcher to wake the owner once a registered socket is
-    /// readable (at once if one is already). Cheap when it is armed
+    /// ready (at once if one is already). Cheap when it is armed
     /// already.
     pub(crate) fn arm(&self) {
         let mut flags = self.shared.flags();
@@ -158,12 +165,28 @@ pub(crate) struct Registration {
     stream: TcpStream,
     /// In the set, until cancelled.
     watched: bool,
+    /// What makes it ready there.
+    interest: Interest,
 }
 
 impl Registration {
     /// The socket.
     pub(crate) fn stream(&self) -> &TcpStream {
         &self.stream
+    }
+
+    /// Makes the socket ready in the set on `interest` from now on (no
+    /// system call if that is its interest already, or once cancelled).
+    ///
+    /// # Errors
+    ///
+    /// The set's error.
+    pub(crate) fn watch(&mut self, interest: Interest) -> std::io::Result<()> {
+        if self.watched && self.interest != interest {
+            self.shared.set.watch(&self.stream, interest)?;
+            self.interest = interest;
+        }
+        Ok(())
     }
 
     /// Takes the socket out of the set (idempotent); it stays open.
@@ -181,7 +204,7 @@ impl Drop for Registration {
 }
 
 /// The watcher thread: waits to be armed, then for a registered socket to
-/// become readable, then wakes the owner; until stopped.
+/// become ready, then wakes the owner; until stopped.
 fn watch(shared: &Shared, wakeup: &Wakeup) {
     loop {
         {
@@ -196,14 +219,14 @@ fn watch(shared: &Shared, wakeup: &Wakeup) {
                 return;
             }
         }
-        // Blocks until a socket has data, its end or an error, or an
-        // interruption; an interrupted wait just goes round again.
-        let readable = shared.set.wait();
+        // Blocks until a socket is ready, or an interruption; an
+        // interrupted wait just goes round again.
+        let ready = shared.set.wait();
         let mut flags = shared.flags();
         if flags.stop {
             return;
         }
-        if readable && flags.armed {
+        if ready && flags.armed {
             flags.armed = false;
             drop(flags);
             wakeup.wake();

@@ -171,11 +171,15 @@ impl TcpDriver {
                         .flush(conn.registration.stream(), &self.handle, max)
                     {
                         Ok(flushed) => {
-                            if flushed.bytes > 0 {
+                            progress |= flushed.bytes > 0;
+                            if let Err(error) = conn.set_blocked(flushed.blocked) {
+                                let reason = down_reason(&error);
+                                let error =
+                                    TransportError::io(Some(peer.rank), IoOp::Configure, error);
+                                self.peer_down(index, reason, error);
                                 progress = true;
-                                self.blocked_pause = super::FIRST_BLOCKED_PAUSE;
+                                continue;
                             }
-                            conn.blocked = flushed.blocked;
                         }
                         Err(error) => {
                             let reason = down_reason(&error);
