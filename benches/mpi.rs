@@ -274,17 +274,17 @@ fn main() -> Result<(), BoxError> {
             }
         }
         for (&size, raw) in SIZES.iter().zip(&raw_sweep).filter(|_| wanted("sweep")) {
-            let payload = vec![0x5a; size];
             let echo = median(plan.batches, || {
-                // The payloads exist before the clock starts, as the raw
-                // ping-pong's buffer does: an echo consumes its argument.
-                let mut payloads = vec![payload.clone(); plan.sweep_iterations];
+                // Each echo sends the buffer the previous one brought back,
+                // as the raw ping-pong sends the buffer it has just read
+                // into: an echo consumes its argument.
+                let mut message = vec![0x5a; size];
                 let start = Instant::now();
-                for payload in payloads.drain(..) {
-                    let back = runtime
-                        .block_on(client.spawn_on(peer, Echo(payload)))
+                for _ in 0..plan.sweep_iterations {
+                    message = runtime
+                        .block_on(client.spawn_on(peer, Echo(message)))
                         .expect("echo");
-                    assert_eq!(back.len(), size);
+                    assert_eq!(message.len(), size);
                 }
                 start.elapsed() / plan.sweep_iterations as u32
             });

@@ -168,31 +168,23 @@ impl Pair {
         }
     }
 
-    /// Echoes `payload` `n` times, one call at a time.
-    /// `n` echoes of `payload`; returns the time they took. The payloads
-    /// are built before the clock runs (a few at a time), as the raw
-    /// ping-pong's buffer is: an echo consumes its argument.
+    /// `n` echoes of `payload`, one call at a time; returns the time they
+    /// took. Each echo sends the buffer the previous one brought back, as
+    /// the raw ping-pong sends the buffer it has just read into: an echo
+    /// consumes its argument and returns a buffer of the same length.
     fn echo(&mut self, n: u64, payload: &[u8]) -> Duration {
-        const AT_ONCE: u64 = 16;
         let runtime = self.runtime();
         let client = runtime.client();
         let peer = Rank::new(1, runtime.world()).unwrap();
-        let mut took = Duration::ZERO;
-        let mut left = n;
-        while left > 0 {
-            let chunk = left.min(AT_ONCE);
-            let payloads: Vec<Vec<u8>> = (0..chunk).map(|_| payload.to_vec()).collect();
-            let start = Instant::now();
-            for echoed in payloads {
-                let back = runtime
-                    .block_on(client.spawn_on(peer, Echo(echoed)))
-                    .unwrap();
-                assert_eq!(back.len(), payload.len());
-            }
-            took += start.elapsed();
-            left -= chunk;
+        let mut message = payload.to_vec();
+        let start = Instant::now();
+        for _ in 0..n {
+            message = runtime
+                .block_on(client.spawn_on(peer, Echo(message)))
+                .unwrap();
+            assert_eq!(message.len(), payload.len());
         }
-        took
+        start.elapsed()
     }
 }
 
