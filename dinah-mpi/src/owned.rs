@@ -9,6 +9,12 @@
 //! than a boxed slice) keeps its capacity, so a buffer can go back to the
 //! driver's pool (`pool.rs`) and be lent again without an allocation.
 //!
+//! A large receive (a split frame's tail, which becomes a decoded value)
+//! is posted into a buffer's spare capacity instead of a zeroed one
+//! ([`OwnedRequest::post_spare`]): MPI writes the bytes, and the vector is
+//! rebuilt at the length MPI reports, so no byte is written twice and
+//! none is read before MPI wrote it.
+//!
 //! A request that never completes (its peer stopped receiving, the
 //! transport closed first) is never waited for: dropping an
 //! [`OwnedRequest`] forgets the MPI request and leaks its buffer, which
@@ -16,13 +22,19 @@
 //! memory-safe; the leak is reported by the driver's counts.
 
 use std::fmt;
-use std::mem::ManuallyDrop;
+use std::mem::{ManuallyDrop, MaybeUninit};
 use std::ptr::NonNull;
 
-use mpi::Tag;
 use mpi::datatype::Equivalence;
 use mpi::point_to_point::{Message, Source, Status};
+use mpi::raw::AsRaw;
 use mpi::request::{Request, StaticScope};
+use mpi::topology::{AsCommunicator, Process};
+use mpi::{Count, Tag, ffi};
+
+/// An MPI request over a lent buffer: the buffer is typed as possibly
+/// uninitialised bytes, which every lent buffer may be viewed as.
+type Pending = Request<'static, [MaybeUninit<u8>], StaticScope>;
 
 /// A `Vec<u8>` lent to MPI, kept as its raw parts.
 ///
@@ -32,8 +44,12 @@ use mpi::request::{Request, StaticScope};
 #[derive(Debug)]
 pub(crate) struct Lent {
     ptr: NonNull<u8>,
+    /// The bytes lent to MPI.
     len: usize,
     capacity: usize,
+    /// The first `init` bytes were initialised when lent (all of them,
+    /// or none for spare capacity).
+    init: usize,
 }
 
 impl Lent {
@@ -45,6 +61,23 @@ impl Lent {
             ptr: NonNull::new(buffer.as_mut_ptr()).expect("a Vec's pointer is never null"),
             len: buffer.len(),
             capacity: buffer.capacity(),
+            init: buffer.len(),
+        }
+    }
+
+    /// Takes `buffer` apart to lend the first `len` bytes of its capacity,
+    /// uninitialised, for MPI to write (what it held is dropped).
+    ///
+    /// # Panics
+    ///
+    /// If the capacity is under `len`.
+    fn spare(mut buffer: Vec<u8>, len: usize) -> Self {
+        assert!(buffer.capacity() >= len, "a spare buffer holds its length");
+        buffer.clear();
+        Self {
+            len,
+            init: 0,
+            ..Self::new(buffer)
         }
     }
 
@@ -74,22 +107,47 @@ impl Lent {
     /// As for [`Lent::as_static`], and this must be the only reference to
     /// the bytes while it is in use.
     pub(crate) unsafe fn as_static_mut(&mut self) -> &'static mut [u8] {
-        // SAFETY: as in `as_static`; the caller promises exclusivity.
+        assert_eq!(
+            self.init, self.len,
+            "only initialised bytes are viewed as u8"
+        );
+        // SAFETY: as in `as_static`, and all `len` bytes are initialised
+        // (checked above); the caller promises exclusivity.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
     }
 
-    /// The vector back.
+    /// The bytes, possibly uninitialised, for MPI to write.
     ///
     /// # Safety
     ///
-    /// MPI must be done with the buffer (its request completed), and no
-    /// slice from [`Lent::as_static`] or [`Lent::as_static_mut`] may be
-    /// used afterwards.
-    pub(crate) unsafe fn into_vec(self) -> Vec<u8> {
+    /// As for [`Lent::as_static_mut`].
+    unsafe fn as_static_uninit(&mut self) -> &'static mut [MaybeUninit<u8>] {
+        // SAFETY: as in `as_static`: the first `len` bytes of the capacity
+        // (`len <= capacity`, see `new` and `spare`) stay allocated until
+        // `into_vec`; `MaybeUninit<u8>` has the layout of `u8` and needs no
+        // initialised bytes. The caller promises exclusivity.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr().cast(), self.len) }
+    }
+
+    /// The vector back, at its length when lent, or for spare capacity at
+    /// the `written` bytes MPI wrote from its start (at most the length
+    /// lent).
+    ///
+    /// # Safety
+    ///
+    /// MPI must be done with the buffer (its request completed), no slice
+    /// from [`Lent::as_static`] or [`Lent::as_static_mut`] may be used
+    /// afterwards, and MPI must have written the first `written` bytes
+    /// (for a buffer lent initialised, any `written` will do).
+    pub(crate) unsafe fn into_vec(self, written: usize) -> Vec<u8> {
+        let len = self.init.max(written.min(self.len));
         // SAFETY: the parts came from a vector in `new` that nothing freed
         // since (`Lent` has no `Drop` and this consumes it, so the vector
-        // is rebuilt at most once); the caller promises MPI is done.
-        unsafe { Vec::from_raw_parts(self.ptr.as_ptr(), self.len, self.capacity) }
+        // is rebuilt at most once); the caller promises MPI is done. The
+        // first `len` bytes are initialised: `init` of them were when lent,
+        // and MPI wrote `written` (the caller's promise), cut to the bytes
+        // lent; `len <= capacity`.
+        unsafe { Vec::from_raw_parts(self.ptr.as_ptr(), len, self.capacity) }
     }
 }
 
@@ -99,10 +157,27 @@ impl Lent {
 /// else references it, and it is not freed; once it is `None` the buffer
 /// has been rebuilt into its vector and handed out (exactly once).
 pub(crate) struct OwnedRequest {
-    request: Option<(Request<'static, [u8], StaticScope>, Lent)>,
+    request: Option<(Pending, Lent)>,
     /// The buffer's capacity: what it occupies, whatever the message's
     /// length.
     capacity: usize,
+    /// [`cancel`](Self::cancel) was called: a completion may have written
+    /// nothing, whatever its status says.
+    cancelled: bool,
+}
+
+/// `request`, started by `mpi` over a buffer of bytes, as a request over
+/// the same bytes viewed as possibly uninitialised ones.
+fn erased(request: Request<'static, [u8], StaticScope>) -> Pending {
+    // SAFETY: the request goes on unchanged (`from_raw` below takes it
+    // back at once), over the very borrow `into_raw` returns.
+    let (raw, data, scope) = unsafe { request.into_raw() };
+    // SAFETY: `MaybeUninit<u8>` has the layout of `u8`; initialised bytes
+    // may be viewed as possibly uninitialised ones.
+    let data = unsafe { &*(std::ptr::from_ref::<[u8]>(data) as *const [MaybeUninit<u8>]) };
+    // SAFETY: `raw` is the live request over `data`, no longer owned by
+    // the `Request` it came from.
+    unsafe { Request::from_raw(raw, data, scope) }
 }
 
 impl OwnedRequest {
@@ -115,10 +190,11 @@ impl OwnedRequest {
         // `test` does that, after completion; `Drop` leaks it), and this
         // exclusive borrow is the only reference to it until then.
         let data: &'static mut [u8] = unsafe { buffer.as_static_mut() };
-        let request = message.immediate_matched_receive_into(StaticScope, data);
+        let request = erased(message.immediate_matched_receive_into(StaticScope, data));
         Self {
             request: Some((request, buffer)),
             capacity,
+            cancelled: false,
         }
     }
 
@@ -128,6 +204,7 @@ impl OwnedRequest {
         Self {
             request: None,
             capacity: 0,
+            cancelled: false,
         }
     }
 
@@ -139,10 +216,53 @@ impl OwnedRequest {
         let mut buffer = Lent::new(buffer);
         // SAFETY: as in `receive`.
         let data: &'static mut [u8] = unsafe { buffer.as_static_mut() };
-        let request = source.immediate_receive_into_with_tag(StaticScope, data, tag);
+        let request = erased(source.immediate_receive_into_with_tag(StaticScope, data, tag));
         Self {
             request: Some((request, buffer)),
             capacity,
+            cancelled: false,
+        }
+    }
+
+    /// Starts an immediate receive of the next message with `tag` from
+    /// `process` into the first `len` bytes of `buffer`'s capacity,
+    /// without writing them first: MPI writes what it receives, and the
+    /// buffer comes back at the length received.
+    ///
+    /// # Panics
+    ///
+    /// If `buffer`'s capacity is under `len`, or `len` is past what an MPI
+    /// count holds.
+    pub(crate) fn post_spare(process: &Process<'_>, tag: Tag, buffer: Vec<u8>, len: usize) -> Self {
+        let capacity = buffer.capacity();
+        let count = Count::try_from(len).expect("a frame's length fits an MPI count");
+        let mut buffer = Lent::spare(buffer, len);
+        // SAFETY: as in `receive`.
+        let data: &'static mut [MaybeUninit<u8>] = unsafe { buffer.as_static_uninit() };
+        // SAFETY: `MPI_REQUEST_NULL` is a constant MPI provides.
+        let mut raw = unsafe { ffi::RSMPI_REQUEST_NULL };
+        // SAFETY: MPI writes at most `count` bytes (`u8`s) into `data`,
+        // which holds `count` of them and stays allocated and otherwise
+        // untouched until the request completes (see `Lent` and the type's
+        // invariant); the communicator and rank come from a live process.
+        unsafe {
+            ffi::MPI_Irecv(
+                data.as_mut_ptr().cast(),
+                count,
+                u8::equivalent_datatype().as_raw(),
+                process.rank(),
+                tag,
+                process.as_communicator().as_raw(),
+                &raw mut raw,
+            );
+        }
+        // SAFETY: `raw` is the request just started over `data`, owned by
+        // nothing else.
+        let request = unsafe { Request::from_raw(raw, &*data, StaticScope) };
+        Self {
+            request: Some((request, buffer)),
+            capacity,
+            cancelled: false,
         }
     }
 
@@ -162,15 +282,22 @@ impl OwnedRequest {
     pub(crate) fn test_arrival(&mut self) -> Option<Arrival> {
         let (request, buffer) = self.request.take()?;
         match request.test() {
-            Ok(status) => Some(Arrival {
-                // SAFETY: MPI completed the request and `test` consumed it,
-                // together with its borrow of the buffer, so nothing refers
-                // to the buffer any more; `into_vec` consumes the `Lent`,
-                // so neither a later `test` nor `Drop` touches it.
-                buffer: unsafe { buffer.into_vec() },
-                source: status.source_rank(),
-                len: received_len(&status),
-            }),
+            Ok(status) => {
+                let len = received_len(&status);
+                // A cancelled receive may have written nothing.
+                let written = if self.cancelled { 0 } else { len };
+                Some(Arrival {
+                    // SAFETY: MPI completed the request and `test` consumed
+                    // it, together with its borrow of the buffer, so nothing
+                    // refers to the buffer any more; `into_vec` consumes the
+                    // `Lent`, so neither a later `test` nor `Drop` touches
+                    // it. A receive that was not cancelled wrote the `len`
+                    // bytes its status reports.
+                    buffer: unsafe { buffer.into_vec(written) },
+                    source: status.source_rank(),
+                    len,
+                })
+            }
             Err(request) => {
                 self.request = Some((request, buffer));
                 None
@@ -181,8 +308,9 @@ impl OwnedRequest {
     /// Asks MPI to cancel the incomplete request (`MPI_Cancel`); it still
     /// has to be tested to completion, after which its buffer holds
     /// nothing or, if the cancellation came too late, a message.
-    pub(crate) fn cancel(&self) {
+    pub(crate) fn cancel(&mut self) {
         if let Some((request, _)) = &self.request {
+            self.cancelled = true;
             request.cancel();
         }
     }
@@ -201,7 +329,8 @@ impl OwnedRequest {
 /// A completed receive.
 #[derive(Debug)]
 pub(crate) struct Arrival {
-    /// The buffer, at the length it was posted with.
+    /// The buffer, at the length it was posted with (for
+    /// [`OwnedRequest::post_spare`], at the length received).
     pub(crate) buffer: Vec<u8>,
     /// The sender's rank in the communicator (meaningless for a
     /// cancelled receive).

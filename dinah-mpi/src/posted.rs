@@ -188,7 +188,7 @@ impl Posted {
     pub(crate) fn cancel(&mut self, deadline: Instant) -> (u64, u64) {
         for ring in &mut self.rings {
             ring.arrived = None;
-            ring.slots.iter().for_each(OwnedRequest::cancel);
+            ring.slots.iter_mut().for_each(OwnedRequest::cancel);
         }
         let mut rounds = 0;
         loop {

@@ -29,7 +29,7 @@ use std::collections::VecDeque;
 
 use dinah_core::Rank;
 use dinah_core::WorldSize;
-use dinah_std::transport::Frame;
+use dinah_std::transport::{Frame, frame_buffers};
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::{Communicator, Source};
 
@@ -205,7 +205,9 @@ impl Receives {
         // length (past the batch sizes, so never a pooled batch buffer),
         // a spare large one of this thread when there is one (a large
         // frame this rank sent earlier), whose pages are already mapped.
-        let tail = (tail > 0).then(|| OwnedRequest::post(&process, tag, pool.take_len(tail)));
+        // MPI writes it without its bytes being zeroed first.
+        let tail = (tail > 0)
+            .then(|| OwnedRequest::post_spare(&process, tag, frame_buffers::take(tail), tail));
         self.queue(stream, from, request, None, tail);
     }
 

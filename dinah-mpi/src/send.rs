@@ -188,8 +188,9 @@ impl Sends {
             // SAFETY: MPI completed the request that read this buffer (it
             // is now the null request and was removed), so nothing refers
             // to the buffer any more; its entry is removed here, so it is
-            // rebuilt exactly once.
-            let buffer = unsafe { entry.buffer.into_vec() };
+            // rebuilt exactly once. It was lent initialised, so it comes
+            // back at its length whatever `written` says.
+            let buffer = unsafe { entry.buffer.into_vec(0) };
             self.release(entry.kind, buffer.len(), handle, true);
             pool.give(buffer);
         }
