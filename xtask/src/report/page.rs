@@ -298,7 +298,11 @@ fn tcp(page: &mut String, r: &Results, links: &Links<'_>) {
         rate("dinah_noop/1024"),
     );
     page.push_str(
-        "| payload, one echo in flight | raw, blocking | raw, polling | transport alone | dinah | dinah / faster raw |\n\
+        "The payload rows echo one buffer back and forth: the raw ping-pongs \
+         send the buffer they have just read into, and dinah's pooled `Echo` \
+         sends the vector the previous echo returned (the floors charge no \
+         pool hop; the transport-alone row copies its frame each time).\n\n\
+         | payload, one echo in flight | raw, blocking | raw, polling | transport alone | dinah | dinah / faster raw |\n\
          | --- | --- | --- | --- | --- | --- |\n",
     );
     let mut sizes: Vec<u64> = r
@@ -347,7 +351,9 @@ fn mpi(page: &mut String, r: &Results, links: &Links<'_>) {
     page.push_str(
         "## MPI (`mpi`)\n\n\
          Two ranks under `mpirun -n 2`, as the benchmark prints its table \
-         (the raw rows use the `mpi` crate directly).\n\n",
+         (the raw rows use the `mpi` crate directly). A payload row echoes \
+         one buffer back and forth, as its raw ping-pong does: each echo \
+         (pooled) sends the vector the previous one returned.\n\n",
     );
     copied_table(page, r, "mpi", usize::MAX);
     chart_link(
