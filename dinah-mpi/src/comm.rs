@@ -118,6 +118,15 @@ impl PrivateComm {
                 // handle and no longer uses the slot, which came from
                 // `Box::leak` above and is reclaimed exactly once, here.
                 let raw = *unsafe { Box::from_raw(slot.as_ptr()) };
+                // An error on the transport's communicator ends the job,
+                // whatever handler the application set on its own: a receive
+                // never completes with an error here, which receiving into
+                // spare capacity relies on (`OwnedRequest::post_spare`).
+                // SAFETY: `raw` is the live communicator just created, and
+                // the handler is the library's own constant.
+                unsafe {
+                    mpi::ffi::MPI_Comm_set_errhandler(raw, mpi::ffi::RSMPI_ERRORS_ARE_FATAL);
+                }
                 // SAFETY: `raw` is the new communicator `MPI_Comm_idup`
                 // created from an intra-communicator, so it is a live
                 // intra-communicator (not world, self or an inter-comm)

@@ -94,6 +94,10 @@ impl Lent {
     /// slice (or what MPI does with it) is in use, and must not write the
     /// bytes meanwhile.
     pub(crate) unsafe fn as_static(&self) -> &'static [u8] {
+        assert_eq!(
+            self.init, self.len,
+            "only initialised bytes are viewed as u8"
+        );
         // SAFETY: `ptr`, `len` describe the initialised part of a vector
         // that is neither freed nor moved until `into_vec`, which the
         // caller promises not to call while this slice is used.
@@ -136,8 +140,8 @@ impl Lent {
     /// # Safety
     ///
     /// MPI must be done with the buffer (its request completed), no slice
-    /// from [`Lent::as_static`] or [`Lent::as_static_mut`] may be used
-    /// afterwards, and MPI must have written the first `written` bytes
+    /// from [`Lent::as_static`], [`Lent::as_static_mut`] or
+    /// [`Lent::as_static_uninit`] may be used afterwards, and MPI must have written the first `written` bytes
     /// (for a buffer lent initialised, any `written` will do).
     pub(crate) unsafe fn into_vec(self, written: usize) -> Vec<u8> {
         let len = self.init.max(written.min(self.len));
@@ -278,13 +282,16 @@ impl OwnedRequest {
     }
 
     /// As [`test`](Self::test), with where the message came from and how
-    /// long it is (the buffer keeps its whole length).
+    /// long it is (the buffer keeps the length it was posted with, or for
+    /// [`post_spare`](Self::post_spare) the length received).
     pub(crate) fn test_arrival(&mut self) -> Option<Arrival> {
         let (request, buffer) = self.request.take()?;
         match request.test() {
             Ok(status) => {
                 let len = received_len(&status);
-                // A cancelled receive may have written nothing.
+                // A cancelled receive may have written nothing. A failed one
+                // never completes: errors on the transport's communicator
+                // end the job (see `comm.rs`).
                 let written = if self.cancelled { 0 } else { len };
                 Some(Arrival {
                     // SAFETY: MPI completed the request and `test` consumed

@@ -201,11 +201,11 @@ impl Receives {
         let process = comm.process_at_rank(source);
         let tag = stream.large().tag();
         let request = OwnedRequest::post(&process, tag, pool.take_len(len));
-        // The tail becomes the decoded value: a buffer of exactly its
-        // length (past the batch sizes, so never a pooled batch buffer),
-        // a spare large one of this thread when there is one (a large
-        // frame this rank sent earlier), whose pages are already mapped.
-        // MPI writes it without its bytes being zeroed first.
+        // The tail becomes the decoded value: a spare large buffer of this
+        // thread that holds it when there is one (a large frame this rank
+        // sent earlier, whose pages are already mapped), else a new one of
+        // exactly its length; past the batch sizes, so never a pooled batch
+        // buffer. MPI writes it without its bytes being zeroed first.
         let tail = (tail > 0)
             .then(|| OwnedRequest::post_spare(&process, tag, frame_buffers::take(tail), tail));
         self.queue(stream, from, request, None, tail);

@@ -28,6 +28,15 @@ use crate::readiness::Interest;
 use crate::socket;
 use crate::watch::{Registration, Watcher};
 
+/// How the owner learns that a full socket has room again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RoomWatch {
+    /// The readiness set reports it (see [`Connection::set_blocked`]).
+    Watched,
+    /// The socket left the set (its stream ended): only a retry finds out.
+    Unwatched,
+}
+
 /// The owner's side of one connection.
 #[derive(Debug)]
 pub(crate) struct Connection {
@@ -60,7 +69,7 @@ pub(crate) struct Connection {
     pub(crate) write_closed: bool,
     /// The last write found the socket's buffer full (set through
     /// [`set_blocked`](Self::set_blocked)).
-    pub(crate) blocked: bool,
+    blocked: bool,
 }
 
 impl Connection {
@@ -211,6 +220,18 @@ impl Connection {
             Interest::ReadOrWrite
         } else {
             Interest::Read
+        })
+    }
+
+    /// How the owner learns that the socket has room again, if the last
+    /// write found its buffer full.
+    pub(crate) fn blocked(&self) -> Option<RoomWatch> {
+        self.blocked.then(|| {
+            if self.registration.is_watched() {
+                RoomWatch::Watched
+            } else {
+                RoomWatch::Unwatched
+            }
         })
     }
 

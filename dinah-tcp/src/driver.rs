@@ -12,7 +12,7 @@ use dinah_std::transport::{
     TransportEvent, TransportHandle,
 };
 
-use crate::channel::Connection;
+use crate::channel::{Connection, RoomWatch};
 use crate::config::TcpConfig;
 use crate::error::TcpError;
 use crate::inbound::Inbound;
@@ -116,6 +116,10 @@ fn refusals_of(rejected: &[TcpError], total: u64) -> Refusals {
     refusals.count(total.saturating_sub(rejected.len() as u64));
     refusals
 }
+
+/// How often the owner retries a write to a full socket that is no longer
+/// in the readiness set (nothing reports its room).
+const UNWATCHED_ROOM_RETRY: Duration = Duration::from_micros(20);
 
 impl TcpDriver {
     /// Starts the watcher thread and registers `established`'s
@@ -341,7 +345,9 @@ impl TransportDriver for TcpDriver {
     /// A socket whose buffer was full at the last write counts as ready
     /// once it has room again (the spin and the watcher see it like an
     /// arrival); while one is full, the park lasts at most
-    /// [`blocked_write_retry`](TcpConfig::blocked_write_retry).
+    /// [`blocked_write_retry`](TcpConfig::blocked_write_retry), or 20 µs
+    /// for a full socket whose stream has ended (it left the set, so
+    /// nothing reports its room).
     fn idle_wait(&mut self, spin: Duration, timeout: Duration) {
         let live = || {
             self.peers
@@ -353,14 +359,17 @@ impl TransportDriver for TcpDriver {
             return;
         }
         // A socket whose write waits for room is watched for room too (see
-        // `Connection::set_blocked`): its draining ends the spin or the watcher's
-        // wait below like an arrival. The park is still bounded, in case a
-        // platform reports the room late.
-        let timeout = if live().any(|conn| conn.blocked) {
-            timeout.min(self.config.blocked_write_retry)
-        } else {
-            timeout
-        };
+        // `Connection::set_blocked`): its draining ends the spin or the
+        // watcher's wait below like an arrival. The park is still bounded,
+        // in case a platform reports the room late; a full socket that left
+        // the set (its stream ended) is retried on a short interval.
+        let timeout = live()
+            .filter_map(Connection::blocked)
+            .map(|watch| match watch {
+                RoomWatch::Watched => self.config.blocked_write_retry,
+                RoomWatch::Unwatched => UNWATCHED_ROOM_RETRY,
+            })
+            .fold(timeout, Duration::min);
         let wakeup = self.handle.wakeup();
         let start = Instant::now();
         let spin = spin.min(timeout);

@@ -121,7 +121,8 @@
 //!   owner is idle it first looks at the sockets itself for a short spin
 //!   (one question to a readiness set of every connection per look), then
 //!   parks, and one watcher thread, waiting on that set, wakes it when a
-//!   socket becomes readable.
+//!   socket becomes readable (or, while a write waits for room in its
+//!   buffer, writable).
 //! - **Writing**: done by the owner thread inside `poll`, without
 //!   blocking and without a thread hand-off: it takes the handle's frames
 //!   (control first) and writes them with vectored `sendmsg` calls of up

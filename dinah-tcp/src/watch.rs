@@ -189,6 +189,11 @@ impl Registration {
         Ok(())
     }
 
+    /// Is the socket still in the set (not cancelled)?
+    pub(crate) fn is_watched(&self) -> bool {
+        self.watched
+    }
+
     /// Takes the socket out of the set (idempotent); it stays open.
     pub(crate) fn cancel(&mut self) {
         if std::mem::take(&mut self.watched) {
