@@ -119,12 +119,19 @@ impl Connection {
     /// frames and goodbye it completes to `items`: at most `max` of them
     /// (what is left stays buffered), then the end of the stream if it
     /// ended or failed. Returns whether anything was read or handed over.
+    ///
+    /// A read into the read buffer that does not fill it took all the
+    /// socket held: the bytes are handed over and the read ends there,
+    /// without another `recv` that would only report `WouldBlock` (bytes
+    /// that arrive meanwhile are read by the next poll, and keep the
+    /// socket ready for the idle wait until then).
     pub(crate) fn read(&mut self, max: usize, items: &mut Vec<Inbound>) -> bool {
         if self.ended || max == 0 {
             return false;
         }
         let taken = Cell::new(0);
         let mut progress = false;
+        let mut drained = false;
         loop {
             let mut sink = |event: ReadEvent| {
                 items.push(match event {
@@ -144,7 +151,7 @@ impl Connection {
                     Err(error) => return self.end(items, violation(error)),
                 }
             }
-            if taken.get() >= max {
+            if taken.get() >= max || drained {
                 return progress;
             }
             self.at = 0;
@@ -164,6 +171,7 @@ impl Connection {
                 socket::recv_nonblocking(self.registration.stream(), &mut self.buf).inspect(
                     |&read| {
                         self.len = read;
+                        drained = read < self.buf.len();
                     },
                 )
             };
