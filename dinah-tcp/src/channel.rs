@@ -298,8 +298,10 @@ fn violation(error: TcpError) -> End {
 
 #[cfg(test)]
 mod tests {
+    use std::io::Write as _;
     use std::time::{Duration, Instant};
 
+    use dinah_core::wire::{Header, Message};
     use dinah_core::{ProtocolLimits, WorldSize};
     use dinah_std::transport::Wakeup;
 
@@ -349,5 +351,56 @@ mod tests {
         watcher.arm();
         assert!(!wakeup.wait(Duration::ZERO, Duration::from_millis(50)));
         assert!(!watcher.any_ready());
+    }
+
+    #[test]
+    fn a_short_read_ends_the_read_and_what_follows_is_read_next_time() {
+        let world = WorldSize::new(2).unwrap();
+        let peer = world.rank(1).unwrap();
+        let wakeup = Wakeup::new();
+        assert!(wakeup.bind_current());
+        let watcher = Watcher::start(Rank::ZERO, wakeup).unwrap();
+        let (client, mut server) = crate::socket::loopback_pair();
+        let ctx =
+            DecodeContext::new(Channel::Control, peer, world, ProtocolLimits::DEFAULT).unwrap();
+        let mut conn = Connection::start(client, ctx, &TcpConfig::default(), &watcher).unwrap();
+        let heartbeat = Header::without_payload(peer, Message::Heartbeat)
+            .unwrap()
+            .encode();
+        let wait_ready = || {
+            let begin = Instant::now();
+            while !watcher.any_ready() {
+                assert!(
+                    begin.elapsed() < Duration::from_secs(10),
+                    "the bytes never showed"
+                );
+            }
+        };
+        let heartbeats = |items: &[Inbound]| {
+            assert!(items.iter().all(|item| matches!(item, Inbound::Heartbeat)));
+            items.len()
+        };
+
+        server.write_all(&heartbeat).unwrap();
+        wait_ready();
+        let mut items = Vec::new();
+        assert!(conn.read(16, &mut items));
+        assert_eq!(heartbeats(&items), 1);
+        // The short read took everything: nothing is ready or left.
+        assert!(!watcher.any_ready());
+        assert!(!conn.read(16, &mut items));
+
+        // What arrives after a short read keeps the socket ready until
+        // the next read takes all of it.
+        server.write_all(&[heartbeat, heartbeat].concat()).unwrap();
+        wait_ready();
+        items.clear();
+        while heartbeats(&items) < 2 {
+            wait_ready();
+            assert!(conn.read(16, &mut items));
+        }
+        assert_eq!(heartbeats(&items), 2);
+        assert!(!watcher.any_ready());
+        assert!(!conn.read(16, &mut items));
     }
 }
