@@ -141,8 +141,9 @@ impl Lent {
     ///
     /// MPI must be done with the buffer (its request completed), no slice
     /// from [`Lent::as_static`], [`Lent::as_static_mut`] or
-    /// [`Lent::as_static_uninit`] may be used afterwards, and MPI must have written the first `written` bytes
-    /// (for a buffer lent initialised, any `written` will do).
+    /// [`Lent::as_static_uninit`] may be used afterwards, and MPI must have
+    /// written the first `written` bytes (for a buffer lent initialised,
+    /// any `written` will do).
     pub(crate) unsafe fn into_vec(self, written: usize) -> Vec<u8> {
         let len = self.init.max(written.min(self.len));
         // SAFETY: the parts came from a vector in `new` that nothing freed

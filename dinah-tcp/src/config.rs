@@ -77,9 +77,9 @@ pub struct TcpConfig {
     /// socket's buffer (default 200 µs). The socket's room wakes it sooner:
     /// a full socket is watched for writability as well as for data; this
     /// bound only matters if that report comes late. (A full socket whose
-    /// stream has ended is no longer watched and is retried every 20 µs.) Only used while some
-    /// connection's socket buffer is full; otherwise the owner parks until
-    /// woken.
+    /// stream has ended is no longer watched and is retried every 20 µs.)
+    /// Only used while some connection's socket buffer is full; otherwise
+    /// the owner parks until woken.
     pub blocked_write_retry: Duration,
     /// Liveness (default 5 s; `None` turns it off): every quarter of it,
     /// this rank sends each peer a heartbeat on the control connection,

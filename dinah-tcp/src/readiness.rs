@@ -6,9 +6,9 @@
 //!
 //! The set is a `polling::Poller` (epoll on Linux, kqueue on macOS and the
 //! BSDs, IOCP on Windows; `polling`'s event ports on illumos offer only
-//! one-shot interest, so a socket cannot join the set there) with every socket
-//! registered level-triggered for reading, and for writing too while a
-//! write to it waits for room ([`Set::watch`]). The watcher waits in
+//! one-shot interest, so a socket cannot join the set there) with every
+//! socket registered level-triggered for reading, and for writing too
+//! while a write to it waits for room ([`Set::watch`]). The watcher waits in
 //! [`Poller::wait`]; [`Set::interrupt`] notifies the poller.
 //!
 //! The owner's look must be one cheap system call and must never stand
