@@ -25,7 +25,7 @@
 //! | 0..4 | magic | `[u8; 4]` | [`MAGIC`], `"DNAH"` |
 //! | 4..6 | version | `u16` | [`PROTOCOL_VERSION`] |
 //! | 6 | kind | `u8` | [`MessageKind::code`] |
-//! | 7 | reserved | `u8` | 0 |
+//! | 7 | tail width | `u8` | requests and results: [`TailWidth::log2`] of the numbers packed in the last segment (0 for bytes); else 0 |
 //! | 8..12 | origin | `u32` | the sending rank |
 //! | 12..16 | payload length | `u32` | sum of the segment lengths |
 //! | 16..18 | segment count | `u16` | entries in the length table |
@@ -86,6 +86,7 @@ mod message;
 mod shape;
 mod split;
 mod stream;
+mod tail_width;
 #[cfg(test)]
 mod test_support;
 
@@ -103,6 +104,7 @@ pub use kind::{Channel, MessageKind};
 pub use message::{Call, Message, RelativeDeadline, TraceId};
 pub use split::{SplitFrameRef, decode_split_frame};
 pub use stream::{StreamDecoder, StreamEvent};
+pub use tail_width::TailWidth;
 
 /// The first four bytes of every header and hello record: `"DNAH"`.
 pub const MAGIC: [u8; 4] = *b"DNAH";
@@ -117,8 +119,9 @@ pub const MAGIC: [u8; 4] = *b"DNAH";
 /// is [`HELLO_LEN`] = 72 bytes and carries the sender's admission capacity
 /// ([`Hello::admission_capacity`]). Version 4: byte 68 of the hello
 /// says how the sender proves its membership ([`HelloAuth`]), and the
-/// heartbeat kind exists ([`MessageKind::Heartbeat`]).
-pub const PROTOCOL_VERSION: u16 = 4;
+/// heartbeat kind exists ([`MessageKind::Heartbeat`]). Version 5: byte 7
+/// of the header, reserved before, is the last segment's [`TailWidth`].
+pub const PROTOCOL_VERSION: u16 = 5;
 
 /// The length of a frame header, in bytes.
 pub const HEADER_LEN: usize = 80;

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use dinah_core::wire::{
     Call, Channel, DecodeContext, ErrorCode, FrameAssembler, HEADER_LEN, HELLO_LEN, Header, Hello,
     HelloAuth, Message, MessageKind, ProtocolError, RelativeDeadline, StreamDecoder, StreamEvent,
-    TraceId, check_compatible, decode_frame, decode_split_frame, encode_frame,
+    TailWidth, TraceId, check_compatible, decode_frame, decode_split_frame, encode_frame,
     limit_field_from_code,
 };
 use dinah_core::{
@@ -189,16 +189,26 @@ fn stream_ctx(channel: Channel) -> DecodeContext {
 
 fn model_frames(channel: Channel) -> impl Strategy<Value = Vec<ModelFrame>> {
     vec(
-        message_on(channel).prop_flat_map(|message| (Just(message), payload_for(&message))),
+        (
+            message_on(channel).prop_flat_map(|message| (Just(message), payload_for(&message))),
+            0..5u8,
+        ),
         0..6,
     )
     .prop_map(|frames| {
         let origin = WorldSize::new(WORLD).unwrap().rank(1).unwrap();
         frames
             .into_iter()
-            .map(|(message, segments)| ModelFrame {
-                header: Header::new(origin, message, &segments, &ProtocolLimits::DEFAULT).unwrap(),
-                segments,
+            .map(|((message, segments), width)| {
+                let header =
+                    Header::new(origin, message, &segments, &ProtocolLimits::DEFAULT).unwrap();
+                // A width where the frame may carry one: a request's or
+                // result's last segment.
+                let width = TailWidth::from_log2(width).unwrap();
+                ModelFrame {
+                    header: header.with_tail_width(width).unwrap_or(header),
+                    segments,
+                }
             })
             .collect()
     })
@@ -402,7 +412,8 @@ proptest! {
                     &before,
                     last,
                     &ProtocolLimits::DEFAULT,
-                );
+                )
+                .and_then(|header| header.with_tail_width(frame.header.tail_width()));
                 prop_assert_eq!(packed, Ok(frame.header));
             }
         }

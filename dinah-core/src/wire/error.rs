@@ -85,8 +85,15 @@ pub enum ProtocolError {
     /// A hello record where a frame was expected (hellos are exchanged
     /// once, before framing starts).
     UnexpectedHello,
-    /// A reserved byte (7, 22 or 23) is not zero.
+    /// A reserved byte (22 or 23) is not zero.
     ReservedNotZero,
+    /// The tail width byte (7) names no [`TailWidth`](super::TailWidth),
+    /// or names one other than bytes in a frame that is not a request or
+    /// result with at least one segment.
+    InvalidTailWidth {
+        /// The byte found.
+        code: u8,
+    },
     /// A kind arrived on a channel that may not carry it.
     ChannelMismatch {
         /// The frame's kind.
@@ -261,6 +268,10 @@ impl fmt::Display for ProtocolError {
                 f.write_str("a hello record arrived where a frame was expected")
             }
             Self::ReservedNotZero => f.write_str("reserved header bytes are not zero"),
+            Self::InvalidTailWidth { code } => write!(
+                f,
+                "tail width byte {code} names no width, or a width this frame cannot have"
+            ),
             Self::ChannelMismatch { kind, channel } => {
                 write!(
                     f,

@@ -6,7 +6,7 @@ use super::error_text::check_utf8;
 use super::shape::{check_segment_len, check_shape, frame_len_u64};
 use super::{
     Call, DecodeContext, ErrorCode, HEADER_LEN, HeaderField, LENGTH_ENTRY_LEN, MAGIC, Message,
-    MessageKind, PROTOCOL_VERSION, ProtocolError, RelativeDeadline, TraceId, get, put,
+    MessageKind, PROTOCOL_VERSION, ProtocolError, RelativeDeadline, TailWidth, TraceId, get, put,
 };
 use crate::{ActionId, DomainId, IdKind, ProtocolLimits, Rank, RequestId};
 
@@ -15,7 +15,7 @@ mod at {
     pub(super) const MAGIC: usize = 0;
     pub(super) const VERSION: usize = 4;
     pub(super) const KIND: usize = 6;
-    pub(super) const RESERVED_A: usize = 7;
+    pub(super) const TAIL_WIDTH: usize = 7;
     pub(super) const ORIGIN: usize = 8;
     pub(super) const PAYLOAD_LEN: usize = 12;
     pub(super) const SEGMENTS: usize = 16;
@@ -34,8 +34,8 @@ mod at {
 const _: () = {
     assert!(at::VERSION == at::MAGIC + 4);
     assert!(at::KIND == at::VERSION + 2);
-    assert!(at::RESERVED_A == at::KIND + 1);
-    assert!(at::ORIGIN == at::RESERVED_A + 1);
+    assert!(at::TAIL_WIDTH == at::KIND + 1);
+    assert!(at::ORIGIN == at::TAIL_WIDTH + 1);
     assert!(at::PAYLOAD_LEN == at::ORIGIN + 4);
     assert!(at::SEGMENTS == at::PAYLOAD_LEN + 4);
     assert!(at::ERROR_CODE == at::SEGMENTS + 2);
@@ -119,6 +119,7 @@ pub struct Header {
     message: Message,
     segment_count: u16,
     payload_len: u32,
+    tail_width: TailWidth,
 }
 
 impl Header {
@@ -162,6 +163,7 @@ impl Header {
             message,
             segment_count: count,
             payload_len,
+            tail_width: TailWidth::One,
         })
     }
 
@@ -265,6 +267,7 @@ impl Header {
             message,
             segment_count: count,
             payload_len,
+            tail_width: TailWidth::One,
         })
     }
 
@@ -284,7 +287,32 @@ impl Header {
             message,
             segment_count: 0,
             payload_len: 0,
+            tail_width: TailWidth::One,
         })
+    }
+
+    /// The header saying that the last segment packs numbers of `width`
+    /// (see [`TailWidth`]); every constructor says [`TailWidth::One`].
+    ///
+    /// # Errors
+    ///
+    /// [`ProtocolError::InvalidTailWidth`] for a width other than one byte
+    /// on a frame that is not a request or result with at least one
+    /// segment.
+    pub const fn with_tail_width(self, width: TailWidth) -> Result<Self, ProtocolError> {
+        if !tail_width_allowed(self.message.kind(), self.segment_count, width) {
+            return Err(ProtocolError::InvalidTailWidth { code: width.log2() });
+        }
+        Ok(Self {
+            tail_width: width,
+            ..self
+        })
+    }
+
+    /// How wide the numbers packed in the last segment are (see
+    /// [`TailWidth`]).
+    pub const fn tail_width(&self) -> TailWidth {
+        self.tail_width
     }
 
     /// The rank that sent the frame.
@@ -332,6 +360,7 @@ impl Header {
         put(out, at::MAGIC, MAGIC);
         put(out, at::VERSION, PROTOCOL_VERSION.to_le_bytes());
         out[at::KIND] = self.kind().code();
+        out[at::TAIL_WIDTH] = self.tail_width.log2();
         put(out, at::ORIGIN, self.origin.get().to_le_bytes());
         put(out, at::PAYLOAD_LEN, self.payload_len.to_le_bytes());
         put(out, at::SEGMENTS, self.segment_count.to_le_bytes());
@@ -366,11 +395,12 @@ impl Header {
     ///
     /// Checks, in this order (the first failure is returned): the length;
     /// magic; version; kind (a hello record is not a frame); reserved bytes;
-    /// the kind against `ctx`'s channel; the origin against the world and
+    /// the tail width byte names a width; the kind against `ctx`'s channel; the origin against the world and
     /// then against `ctx`'s source; the kind-specific fields in byte order
     /// (error code, request, action, domain, deadline, trace, frames sent:
     /// required ones non-zero, unused ones zero); the payload shape against
-    /// the kind and `ctx`'s limits. The segment lengths follow the header
+    /// the kind and `ctx`'s limits; the tail width against the kind and
+    /// segment count. The segment lengths follow the header
     /// and are checked by the frame decoders.
     ///
     /// Decoding is canonical: a header decodes only from the bytes
@@ -386,6 +416,7 @@ impl Header {
     /// [`UnknownKind`](ProtocolError::UnknownKind),
     /// [`UnexpectedHello`](ProtocolError::UnexpectedHello),
     /// [`ReservedNotZero`](ProtocolError::ReservedNotZero),
+    /// [`InvalidTailWidth`](ProtocolError::InvalidTailWidth),
     /// [`ChannelMismatch`](ProtocolError::ChannelMismatch),
     /// [`OriginOutOfWorld`](ProtocolError::OriginOutOfWorld),
     /// [`OriginMismatch`](ProtocolError::OriginMismatch),
@@ -426,9 +457,13 @@ impl Header {
             Some(kind) => kind,
             None => return Err(ProtocolError::UnknownKind { code: b[at::KIND] }),
         };
-        if b[at::RESERVED_A] | b[at::RESERVED_B] | b[at::RESERVED_B + 1] != 0 {
+        if b[at::RESERVED_B] | b[at::RESERVED_B + 1] != 0 {
             return Err(ProtocolError::ReservedNotZero);
         }
+        let width_code = b[at::TAIL_WIDTH];
+        let Some(tail_width) = TailWidth::from_log2(width_code) else {
+            return Err(ProtocolError::InvalidTailWidth { code: width_code });
+        };
         if !kind.allowed_on(ctx.channel()) {
             return Err(ProtocolError::ChannelMismatch {
                 kind,
@@ -445,13 +480,24 @@ impl Header {
         let payload_len = u32::from_le_bytes(get(b, at::PAYLOAD_LEN));
         let segment_count = u16::from_le_bytes(get(b, at::SEGMENTS));
         check_shape(kind, segment_count, payload_len, ctx.limits())?;
+        if !tail_width_allowed(kind, segment_count, tail_width) {
+            return Err(ProtocolError::InvalidTailWidth { code: width_code });
+        }
         Ok(Self {
             origin,
             message,
             segment_count,
             payload_len,
+            tail_width,
         })
     }
+}
+
+/// May a frame of `kind` with `segments` say `width`? Bytes always; a
+/// wider width only on a request or result with a last segment.
+const fn tail_width_allowed(kind: MessageKind, segments: u16, width: TailWidth) -> bool {
+    matches!(width, TailWidth::One)
+        || (segments > 0 && matches!(kind, MessageKind::Request | MessageKind::Result))
 }
 
 /// The payload length of `count` segments of `total` bytes for a frame of

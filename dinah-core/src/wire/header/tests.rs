@@ -13,7 +13,7 @@ fn decode(bytes: &[u8], channel: Channel) -> Result<Header, ProtocolError> {
 /// The encoded request header of the fixtures, written out by hand from the
 /// layout table.
 const GOLDEN_REQUEST: &str = concat!(
-    "444e4148040001000100000009000000",
+    "444e4148050001000100000009000000",
     "03000000000000008877665544332211",
     "100f0e0d0c0b0a090807060504030201",
     "030000000000000000ca9a3b00000000",
@@ -115,13 +115,51 @@ fn magic_version_kind_and_reserved_bytes() {
         Channel::Action,
         E::UnexpectedHello,
     );
-    for at in [7, 22, 23] {
+    for at in [22, 23] {
         expect(
             patched(request_bytes(), at, &[1]),
             Channel::Action,
             E::ReservedNotZero,
         );
     }
+    for code in [5u8, 8, 0xFF] {
+        expect(
+            patched(request_bytes(), 7, &[code]),
+            Channel::Action,
+            E::InvalidTailWidth { code },
+        );
+    }
+}
+
+#[test]
+fn the_tail_width_round_trips_on_requests_and_results_with_a_segment() {
+    for (message, channel) in every_message() {
+        let header = header_of(message);
+        assert_eq!(header.tail_width(), TailWidth::One);
+        let carries = matches!(message, Message::Request { .. } | Message::Result { .. });
+        for width in TailWidth::ALL {
+            let widened = header.with_tail_width(width);
+            if width == TailWidth::One || carries {
+                let widened = widened.expect("allowed");
+                assert_eq!(widened.tail_width(), width);
+                let bytes = widened.encode();
+                assert_eq!(bytes[7], width.log2());
+                assert_eq!(decode(&bytes, channel), Ok(widened));
+            } else {
+                assert_eq!(widened, Err(E::InvalidTailWidth { code: width.log2() }));
+                let bytes = patched(header.encode().to_vec(), 7, &[width.log2()]);
+                expect(bytes, channel, E::InvalidTailWidth { code: width.log2() });
+            }
+        }
+    }
+    // A request without segments has no last segment to be wide.
+    let empty = Header::without_payload(rank(1), request()).unwrap();
+    assert_eq!(
+        empty.with_tail_width(TailWidth::Eight),
+        Err(E::InvalidTailWidth { code: 3 })
+    );
+    let bytes = patched(empty.encode().to_vec(), 7, &[3]);
+    expect(bytes, Channel::Action, E::InvalidTailWidth { code: 3 });
 }
 
 #[test]
