@@ -37,7 +37,7 @@ use std::ops::Range;
 
 use dinah_core::{Rank, WorldSize};
 
-use dinah_std::transport::Frame;
+use dinah_std::transport::{Frame, Tail};
 
 use crate::pool::BufferPool;
 
@@ -76,7 +76,7 @@ pub(crate) struct Batch {
     /// The message: one frame as it is, or a batch; a split frame's head.
     pub(crate) bytes: Vec<u8>,
     /// A split frame's tail, posted after its head (empty otherwise).
-    pub(crate) tail: Vec<u8>,
+    pub(crate) tail: Tail,
     /// How many frames it holds.
     pub(crate) frames: usize,
     /// The frames' own bytes (without the batch framing): what the handle
@@ -95,14 +95,14 @@ impl Batch {
             append(&mut bytes, &frame);
             return Self {
                 bytes,
-                tail: Vec::new(),
+                tail: Tail::new(),
                 frames: 1,
                 frame_bytes,
             };
         }
         Self {
             bytes: frame,
-            tail: Vec::new(),
+            tail: Tail::new(),
             frames: 1,
             frame_bytes,
         }
@@ -180,7 +180,7 @@ impl Staged {
             Self::One(frame) => Batch::one(frame),
             Self::Many(bytes, frames, frame_bytes) => Batch {
                 bytes,
-                tail: Vec::new(),
+                tail: Tail::new(),
                 frames,
                 frame_bytes,
             },
@@ -409,7 +409,11 @@ mod tests {
         let split = &posted[1];
         assert_eq!((split.frames, split.frame_bytes), (1, 30 + (1 << 17)));
         assert_eq!(split.bytes, vec![2; 30]);
-        assert_eq!(split.tail.as_ptr(), address, "the tail is not copied");
+        assert_eq!(
+            split.tail.as_bytes().as_ptr(),
+            address,
+            "the tail is not copied"
+        );
     }
 
     #[test]

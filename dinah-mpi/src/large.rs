@@ -14,11 +14,13 @@
 //! its place among the lane's frames from that rank.
 //!
 //! A split frame (a head and a detached last segment, see
-//! `dinah_std::transport::Frame`) is announced with
-//! [`SPLIT_MAGIC`] and both lengths ([`SPLIT_ANNOUNCEMENT_LEN`] bytes),
-//! and its two parts follow on the large tag as two messages, head first.
-//! The receiver receives each into a buffer of its own, so the tail
-//! reaches the runtime without being copied next to the head.
+//! `dinah_std::transport::Frame`) is announced with [`SPLIT_MAGIC`], both
+//! lengths and the width of the numbers its tail packs
+//! ([`SPLIT_ANNOUNCEMENT_LEN`] bytes), and its two parts follow on the
+//! large tag as two messages, head first. The receiver receives each into
+//! a buffer of its own, the tail into one of numbers of that width (see
+//! `dinah_std::transport::Tail`), so the tail reaches the runtime, and a
+//! decoded vector of numbers, without being copied.
 //!
 //! A frame that could be mistaken for an announcement (exactly an
 //! announcement's length, starting with its magic) is sent as a batch of
@@ -30,6 +32,8 @@
 /// as its message is matched; anything longer is announced.
 pub(crate) const SLOT: usize = crate::coalesce::MAX_BATCH_BYTES;
 
+use dinah_core::wire::TailWidth;
+
 /// How an announcement starts. It differs from a batch's; a frame that
 /// starts with it is never sent as it is (see the module docs).
 pub(crate) const ANNOUNCEMENT_MAGIC: [u8; 8] = *b"DNAHbig1";
@@ -38,10 +42,11 @@ pub(crate) const ANNOUNCEMENT_MAGIC: [u8; 8] = *b"DNAHbig1";
 pub(crate) const ANNOUNCEMENT_LEN: usize = ANNOUNCEMENT_MAGIC.len() + 8;
 
 /// How the announcement of a split frame starts.
-pub(crate) const SPLIT_MAGIC: [u8; 8] = *b"DNAHbig2";
+pub(crate) const SPLIT_MAGIC: [u8; 8] = *b"DNAHbig3";
 
-/// The length of a split frame's announcement: its magic and two `u64`s.
-pub(crate) const SPLIT_ANNOUNCEMENT_LEN: usize = SPLIT_MAGIC.len() + 16;
+/// The length of a split frame's announcement: its magic, two `u64`
+/// lengths and the tail's width (its [`TailWidth::log2`] as a `u64`).
+pub(crate) const SPLIT_ANNOUNCEMENT_LEN: usize = SPLIT_MAGIC.len() + 24;
 
 /// What an announcement announces: the messages that follow on the large
 /// tag.
@@ -53,6 +58,9 @@ pub(crate) struct Announced {
     /// A split frame's tail, the second message (0: the frame is whole,
     /// and nothing follows its one message).
     pub(crate) tail: u64,
+    /// The width of the numbers the tail packs (bytes for a whole frame,
+    /// or a width byte that names none).
+    pub(crate) width: TailWidth,
 }
 
 /// Does `message` need the large tag (is it longer than a posted receive)?
@@ -68,12 +76,14 @@ pub(crate) fn announcement(len: usize) -> Vec<u8> {
     bytes
 }
 
-/// The announcement of a split frame of a `head` and a `tail` bytes.
-pub(crate) fn split_announcement(head: usize, tail: usize) -> Vec<u8> {
+/// The announcement of a split frame of a `head` and a `tail` bytes, the
+/// tail packing numbers of `width`.
+pub(crate) fn split_announcement(head: usize, tail: usize, width: TailWidth) -> Vec<u8> {
     let mut bytes = Vec::with_capacity(SPLIT_ANNOUNCEMENT_LEN);
     bytes.extend_from_slice(&SPLIT_MAGIC);
     bytes.extend_from_slice(&(head as u64).to_le_bytes());
     bytes.extend_from_slice(&(tail as u64).to_le_bytes());
+    bytes.extend_from_slice(&u64::from(width.log2()).to_le_bytes());
     bytes
 }
 
@@ -92,10 +102,12 @@ pub(crate) fn announced(message: &[u8]) -> Option<Announced> {
         .chunks_exact(8)
         .map(|len| u64::from_le_bytes(len.try_into().unwrap_or_default()));
     let head = lens.next()?;
-    Some(Announced {
-        head,
-        tail: lens.next().unwrap_or(0),
-    })
+    let tail = lens.next().unwrap_or(0);
+    let width = lens
+        .next()
+        .and_then(|log2| TailWidth::from_log2(u8::try_from(log2).ok()?))
+        .unwrap_or_default();
+    Some(Announced { head, tail, width })
 }
 
 #[cfg(test)]
@@ -126,7 +138,7 @@ mod tests {
         let mut other = announcement(7);
         other[0] = b'X';
         assert_eq!(announced(&other), None, "another magic");
-        let mut split = split_announcement(7, 8);
+        let mut split = split_announcement(7, 8, TailWidth::Eight);
         assert_eq!(announced(&split[..ANNOUNCEMENT_LEN]), None, "cut short");
         split[7] = b'1';
         assert_eq!(announced(&split), None, "the whole frame's magic, too long");
@@ -139,16 +151,29 @@ mod tests {
             let bytes = announcement(len);
             prop_assert_eq!(bytes.len(), ANNOUNCEMENT_LEN);
             prop_assert!(looks_announced(&bytes));
-            prop_assert_eq!(announced(&bytes), Some(Announced { head: len as u64, tail: 0 }));
+            let expected = Announced { head: len as u64, tail: 0, width: TailWidth::One };
+            prop_assert_eq!(announced(&bytes), Some(expected));
         }
 
         #[test]
-        fn a_split_announcement_gives_back_both_lengths(head: usize, tail: usize) {
-            let bytes = split_announcement(head, tail);
+        fn a_split_announcement_gives_back_both_lengths_and_the_width(
+            head: usize,
+            tail: usize,
+            log2 in 0..5u8,
+        ) {
+            let width = TailWidth::from_log2(log2).unwrap();
+            let bytes = split_announcement(head, tail, width);
             prop_assert_eq!(bytes.len(), SPLIT_ANNOUNCEMENT_LEN);
             prop_assert!(looks_announced(&bytes));
-            let expected = Announced { head: head as u64, tail: tail as u64 };
+            let expected = Announced { head: head as u64, tail: tail as u64, width };
             prop_assert_eq!(announced(&bytes), Some(expected));
+        }
+
+        #[test]
+        fn a_width_that_names_none_reads_as_bytes(log2 in 5..=u64::MAX) {
+            let mut bytes = split_announcement(1, 2, TailWidth::One);
+            bytes[SPLIT_ANNOUNCEMENT_LEN - 8..].copy_from_slice(&log2.to_le_bytes());
+            prop_assert_eq!(announced(&bytes).map(|a| a.width), Some(TailWidth::One));
         }
     }
 }

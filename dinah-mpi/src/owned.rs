@@ -23,6 +23,8 @@
 
 use std::fmt;
 use std::mem::{ManuallyDrop, MaybeUninit};
+
+use dinah_std::transport::Tail;
 use std::ptr::NonNull;
 
 use mpi::datatype::Equivalence;
@@ -363,6 +365,95 @@ impl Drop for OwnedRequest {
             // long as MPI might use it.
             std::mem::forget(request);
         }
+    }
+}
+
+/// An incomplete MPI receive into a frame's tail of numbers (see
+/// [`Tail`]): MPI writes the bytes of the tail's buffer.
+///
+/// Invariant: while `request` is `Some`, MPI may write the buffer, and
+/// nothing else moves its allocation, references it or frees it
+/// (`ManuallyDrop`: dropping the request leaks the buffer, which stays
+/// valid for whatever MPI may still do with it).
+pub(crate) struct NumbersRequest {
+    request: Option<(Pending, ManuallyDrop<Tail>)>,
+    /// The buffer's capacity in bytes.
+    capacity: usize,
+}
+
+impl NumbersRequest {
+    /// Starts an immediate receive of the next message with `tag` from
+    /// `process` into `tail`'s bytes (all of them: a tail sized for the
+    /// message).
+    pub(crate) fn post(process: &Process<'_>, tag: Tag, mut tail: Tail) -> Self {
+        let capacity = tail.capacity();
+        let bytes = tail.as_bytes_mut();
+        // SAFETY: the bytes are the tail's heap allocation, which stays
+        // where it is when the `Tail` moves into `request` below and is
+        // neither referenced nor freed until `test` takes it back after
+        // MPI completed the receive (see the type's invariant); this
+        // exclusive slice is the only reference to the bytes meanwhile.
+        let data: &'static mut [u8] =
+            unsafe { std::slice::from_raw_parts_mut(bytes.as_mut_ptr(), bytes.len()) };
+        let request = erased(process.immediate_receive_into_with_tag(StaticScope, data, tag));
+        Self {
+            request: Some((request, ManuallyDrop::new(tail))),
+            capacity,
+        }
+    }
+
+    /// Tests the request without blocking; returns the tail the first time
+    /// it finds the request complete. A message shorter than the tail
+    /// comes back as the bytes received, so the frame's length checks see
+    /// what arrived.
+    pub(crate) fn test(&mut self) -> Option<Tail> {
+        let (request, tail) = self.request.take()?;
+        match request.test() {
+            Ok(status) => {
+                let len = received_len(&status);
+                // MPI completed the receive and `test` consumed the request
+                // with its borrow of the bytes: the tail is ours again.
+                let tail = ManuallyDrop::into_inner(tail);
+                if len == tail.len() {
+                    Some(tail)
+                } else {
+                    Some(Tail::from(tail.as_bytes()[..len.min(tail.len())].to_vec()))
+                }
+            }
+            Err(request) => {
+                self.request = Some((request, tail));
+                None
+            }
+        }
+    }
+
+    /// Is the request still incomplete?
+    pub(crate) fn is_pending(&self) -> bool {
+        self.request.is_some()
+    }
+
+    /// The bytes the buffer occupies (its capacity).
+    pub(crate) fn capacity(&self) -> usize {
+        self.capacity
+    }
+}
+
+impl Drop for NumbersRequest {
+    fn drop(&mut self) {
+        if let Some((request, _tail)) = self.request.take() {
+            // As for `OwnedRequest`: forgotten, its buffer leaked
+            // (`ManuallyDrop`).
+            std::mem::forget(request);
+        }
+    }
+}
+
+impl fmt::Debug for NumbersRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NumbersRequest")
+            .field("pending", &self.is_pending())
+            .field("capacity", &self.capacity)
+            .finish()
     }
 }
 

@@ -29,13 +29,14 @@ use std::collections::VecDeque;
 
 use dinah_core::Rank;
 use dinah_core::WorldSize;
-use dinah_std::transport::{Frame, frame_buffers};
+use dinah_core::wire::TailWidth;
+use dinah_std::transport::{Frame, Tail, frame_buffers};
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::{Communicator, Source};
 
 use crate::coalesce::{Unbatch, is_batch};
 use crate::comm;
-use crate::owned::{OwnedRequest, received_len};
+use crate::owned::{NumbersRequest, OwnedRequest, received_len};
 use crate::pool::BufferPool;
 use crate::tags::Stream;
 
@@ -56,8 +57,38 @@ struct Pending {
 /// The receive of a split frame's tail.
 #[derive(Debug)]
 struct TailReceive {
-    request: OwnedRequest,
-    done: Option<Vec<u8>>,
+    request: TailRequest,
+    done: Option<Tail>,
+}
+
+/// A tail's receive: into bytes, or into numbers of the tail's width.
+#[derive(Debug)]
+enum TailRequest {
+    Bytes(OwnedRequest),
+    Numbers(NumbersRequest),
+}
+
+impl TailRequest {
+    fn test(&mut self) -> Option<Tail> {
+        match self {
+            Self::Bytes(request) => request.test().map(Tail::from),
+            Self::Numbers(request) => request.test(),
+        }
+    }
+
+    fn is_pending(&self) -> bool {
+        match self {
+            Self::Bytes(request) => request.is_pending(),
+            Self::Numbers(request) => request.is_pending(),
+        }
+    }
+
+    fn capacity(&self) -> usize {
+        match self {
+            Self::Bytes(request) => request.capacity(),
+            Self::Numbers(request) => request.capacity(),
+        }
+    }
 }
 
 impl Pending {
@@ -89,7 +120,7 @@ impl Pending {
         let tail = self.tail.as_ref().map_or(0, |tail| {
             tail.done
                 .as_ref()
-                .map_or(tail.request.capacity(), Vec::capacity)
+                .map_or(tail.request.capacity(), Tail::capacity)
         });
         head + tail
     }
@@ -161,7 +192,7 @@ impl Receives {
         from: Rank,
         request: OwnedRequest,
         done: Option<Vec<u8>>,
-        tail: Option<OwnedRequest>,
+        tail: Option<TailRequest>,
     ) {
         let pending = Pending {
             from,
@@ -186,7 +217,8 @@ impl Receives {
     /// Starts receiving the large frame that `from` announced on `stream`
     /// (a lane), from the lane's large tag: `len` bytes, or for a split
     /// frame a head of `len` bytes and a tail of `tail` bytes, each into
-    /// its own buffer (MPI matches them in the order they were sent).
+    /// its own buffer (MPI matches them in the order they were sent); a
+    /// tail that packs numbers of `width` into a buffer of such numbers.
     /// Queues it in the announcement's place: later messages from `from`
     /// on `stream` wait for it.
     pub(crate) fn start_large(
@@ -195,6 +227,7 @@ impl Receives {
         stream: Stream,
         from: Rank,
         (len, tail): (usize, usize),
+        width: TailWidth,
         pool: &mut BufferPool,
     ) {
         let source = i32::try_from(from.get()).expect("ranks of an MPI communicator fit an i32");
@@ -205,9 +238,23 @@ impl Receives {
         // thread that holds it when there is one (a large frame this rank
         // sent earlier, whose pages are already mapped), else a new one of
         // exactly its length; past the batch sizes, so never a pooled batch
-        // buffer. MPI writes it without its bytes being zeroed first.
-        let tail = (tail > 0)
-            .then(|| OwnedRequest::post_spare(&process, tag, frame_buffers::take(tail), tail));
+        // buffer. MPI writes it without its bytes being zeroed first. A
+        // tail of numbers goes into a buffer of their width (a spare one
+        // of this thread, a tail of numbers it sent earlier, when there
+        // is one), which the decoded vector takes over.
+        let tail = (tail > 0).then(|| match width.for_len(tail) {
+            TailWidth::One => TailRequest::Bytes(OwnedRequest::post_spare(
+                &process,
+                tag,
+                frame_buffers::take(tail),
+                tail,
+            )),
+            width => TailRequest::Numbers(NumbersRequest::post(
+                &process,
+                tag,
+                frame_buffers::take_numbers(width, tail),
+            )),
+        });
         self.queue(stream, from, request, None, tail);
     }
 

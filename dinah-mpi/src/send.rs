@@ -12,7 +12,11 @@
 //! ([`Lent`], lent to MPI as a `'static` slice under the `mpi` crate's
 //! [`StaticScope`]) and rebuilt into its vector once MPI completed the
 //! request; a batch's buffer then goes back to the driver's pool
-//! (`pool.rs`). The requests are kept as raw `MPI_Request` handles in one
+//! (`pool.rs`). A frame's tail of wider numbers (a `Vec<f64>` handed over
+//! whole, see `dinah_std::transport::Tail`) is kept whole instead, its
+//! allocation untouched until the send completes, and then goes to the
+//! thread's spare buffers, where the receive of a tail of its width takes
+//! it (`frame_buffers::take_numbers`). The requests are kept as raw `MPI_Request` handles in one
 //! array, so a single `MPI_Testsome` per call tests them all (one round
 //! of MPI progress instead of one per incomplete request). A send still
 //! incomplete when the transport closes is abandoned: its request is never
@@ -28,12 +32,12 @@
 //! messages (hello, goodbyes, close markers) are counted by the driver.
 
 use std::fmt;
-use std::mem::MaybeUninit;
+use std::mem::{ManuallyDrop, MaybeUninit};
 use std::os::raw::c_int;
 
 use dinah_core::Rank;
 use dinah_core::wire::Channel;
-use dinah_std::transport::TransportHandle;
+use dinah_std::transport::{Tail, TransportHandle, frame_buffers};
 use mpi::ffi::{MPI_Request, MPI_Status};
 use mpi::request::StaticScope;
 use mpi::topology::SimpleCommunicator;
@@ -61,11 +65,77 @@ pub(crate) enum SendKind {
     Internal,
 }
 
+/// The buffer a send in flight lends MPI. Neither kind frees its buffer
+/// when dropped: a send that never completes leaks it.
+#[derive(Debug)]
+enum Held {
+    /// Bytes, taken apart; back to the pool once sent.
+    Bytes(Lent),
+    /// A tail of wider numbers, kept whole: nothing moves, writes or frees
+    /// its allocation while MPI reads it; a spare buffer once sent.
+    Numbers(ManuallyDrop<Tail>),
+}
+
+impl Held {
+    fn new(bytes: Tail) -> Self {
+        match bytes.into_bytes() {
+            Ok(bytes) => Self::Bytes(Lent::new(bytes)),
+            Err(numbers) => Self::Numbers(ManuallyDrop::new(numbers)),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Self::Bytes(lent) => lent.len(),
+            Self::Numbers(tail) => tail.len(),
+        }
+    }
+
+    /// The bytes, for MPI to read.
+    ///
+    /// # Safety
+    ///
+    /// The caller must not call [`Held::release`] while the returned slice
+    /// (or what MPI does with it) is in use.
+    unsafe fn as_static(&self) -> &'static [u8] {
+        match self {
+            // SAFETY: the caller's promise is `Lent::as_static`'s.
+            Self::Bytes(lent) => unsafe { lent.as_static() },
+            Self::Numbers(tail) => {
+                let bytes = tail.as_bytes();
+                // SAFETY: the bytes are the heap allocation of the tail's
+                // vector, which stays where it is when the `Held` moves,
+                // is never written (nothing hands out `&mut` to it) and is
+                // freed only by `release`, which the caller promises not
+                // to call while the slice is used; `ManuallyDrop` keeps a
+                // drop from freeing it.
+                unsafe { std::slice::from_raw_parts(bytes.as_ptr(), bytes.len()) }
+            }
+        }
+    }
+
+    /// Gives the buffer back to `pool` (bytes) or to this thread's spare
+    /// buffers (numbers, see `frame_buffers::give_tail`).
+    ///
+    /// # Safety
+    ///
+    /// MPI must be done with the buffer (its request completed), and no
+    /// slice from [`Held::as_static`] may be used afterwards.
+    unsafe fn release(self, pool: &mut BufferPool) {
+        match self {
+            // SAFETY: the caller's promise is `Lent::into_vec`'s; the
+            // buffer was lent initialised.
+            Self::Bytes(lent) => pool.give(unsafe { lent.into_vec(0) }),
+            Self::Numbers(tail) => frame_buffers::give_tail(ManuallyDrop::into_inner(tail)),
+        }
+    }
+}
+
 /// What a send in flight owns besides its request.
 #[derive(Debug)]
 struct InFlight {
     /// The lent buffer MPI reads from.
-    buffer: Lent,
+    buffer: Held,
     to: Rank,
     kind: SendKind,
 }
@@ -118,12 +188,12 @@ impl Sends {
         comm: &SimpleCommunicator,
         to: Rank,
         stream: Stream,
-        bytes: Vec<u8>,
+        bytes: impl Into<Tail>,
         kind: SendKind,
     ) {
-        let len = bytes.len() as u64;
+        let buffer = Held::new(bytes.into());
+        let len = buffer.len() as u64;
         let dest = i32::try_from(to.get()).expect("ranks of an MPI communicator fit an i32");
-        let buffer = Lent::new(bytes);
         // SAFETY: the buffer is rebuilt (and maybe freed) only by
         // `complete`, after MPI reported this send complete, and leaked by
         // `abandon` otherwise, so the `'static` borrow never dangles.
@@ -185,14 +255,13 @@ impl Sends {
                 usize::try_from(self.indices[i]).expect("MPI reports indices below the count");
             let _ = self.requests.swap_remove(index);
             let entry = self.entries.swap_remove(index);
+            let len = entry.buffer.len();
+            self.release(entry.kind, len, handle, true);
             // SAFETY: MPI completed the request that read this buffer (it
             // is now the null request and was removed), so nothing refers
             // to the buffer any more; its entry is removed here, so it is
-            // rebuilt exactly once. It was lent initialised, so it comes
-            // back at its length whatever `written` says.
-            let buffer = unsafe { entry.buffer.into_vec(0) };
-            self.release(entry.kind, buffer.len(), handle, true);
-            pool.give(buffer);
+            // released exactly once.
+            unsafe { entry.buffer.release(pool) };
         }
         done
     }

@@ -84,6 +84,7 @@
 pub mod __derive;
 mod collections;
 mod error;
+mod packed;
 mod primitives;
 mod scratch;
 mod segments;

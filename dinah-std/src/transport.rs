@@ -16,8 +16,8 @@
 //! up a cancel.
 //!
 //! A [`Frame`] is one `Vec<u8>` buffer or, for a large payload, a head
-//! and a detached last segment that the transports send and receive
-//! without joining them; [`frame_buffers`] lets the runtime and the
+//! and a detached last segment (a [`Tail`]: bytes, or numbers of one
+//! width) that the transports send and receive without joining them; [`frame_buffers`] lets the runtime and the
 //! transports reuse small buffers on the thread that frees them instead
 //! of going through the allocator per frame.
 //!
@@ -36,6 +36,7 @@ mod handle;
 mod liveness;
 pub mod memory;
 mod refusal;
+mod tail;
 mod wakeup;
 
 use std::time::Duration;
@@ -49,6 +50,7 @@ pub use frame::Frame;
 pub use handle::{HandleConfig, HandleCounts, Outgoing, PeerStatus, TransportHandle};
 pub use liveness::Liveness;
 pub use refusal::{KEPT_REFUSALS, Refusal, RefusalCause, Refusals};
+pub use tail::{Tail, TailNumber, TailWidth};
 pub use wakeup::Wakeup;
 
 /// Counts a driver holds beyond its handle: what a shutdown report needs.

@@ -21,7 +21,7 @@ use dinah_std::transport::{DownReason, IoOp, TransportError};
 
 use crate::config::TcpConfig;
 use crate::error::TcpError;
-use crate::frame::{FrameReader, ReadEvent};
+use crate::frame::{FrameReader, ReadEvent, Room};
 use crate::inbound::{End, Inbound};
 use crate::outbox::Outbox;
 use crate::readiness::Interest;
@@ -160,7 +160,10 @@ impl Connection {
                 // Large payloads go straight into their frame.
                 let stream = self.registration.stream();
                 match self.reader.read_payload_in_place(
-                    |frame, want| socket::recv_onto(stream, frame, want),
+                    |room| match room {
+                        Room::Spare(frame, want) => socket::recv_onto(stream, frame, want),
+                        Room::Slice(slice) => socket::recv_nonblocking(stream, slice),
+                    },
                     &mut sink,
                 ) {
                     Ok(Ok(read)) => Ok(read),

@@ -6,10 +6,11 @@ use std::io;
 
 use dinah_core::wire::{
     HEADER_LEN, Header, LENGTH_ENTRY_LEN, Message, ProtocolError, StreamDecoder, StreamEvent,
+    TailWidth,
 };
 
 use dinah_std::DETACH_FROM;
-use dinah_std::transport::{Frame, frame_buffers};
+use dinah_std::transport::{Frame, Tail, frame_buffers};
 
 use crate::error::TcpError;
 
@@ -38,7 +39,9 @@ pub(crate) enum ReadEvent {
 /// A frame whose last segment is at least [`DETACH_FROM`] bytes is
 /// received split ([`Frame::split`]): that segment goes into a buffer of
 /// its own, allocated once the length table has been checked, which the
-/// runtime hands to the decoded value instead of copying it out.
+/// runtime hands to the decoded value instead of copying it out; a last
+/// segment of numbers (the header's [`TailWidth`]) goes into a buffer of
+/// numbers of that width, which a decoded vector of them takes over.
 #[derive(Debug)]
 pub(crate) struct FrameReader {
     decoder: StreamDecoder,
@@ -46,7 +49,9 @@ pub(crate) struct FrameReader {
     /// (empty between frames).
     current: Vec<u8>,
     /// The current frame's detached last segment, if it is received split.
-    tail: Vec<u8>,
+    tail: Detached,
+    /// The width of the numbers in the current frame's last segment.
+    tail_width: TailWidth,
     /// The length of the current frame (0 between frames).
     frame_len: usize,
     /// The length of its detached last segment (0: received whole).
@@ -69,7 +74,8 @@ impl FrameReader {
         Self {
             decoder,
             current: Vec::new(),
-            tail: Vec::new(),
+            tail: Detached::default(),
+            tail_width: TailWidth::One,
             frame_len: 0,
             tail_len: 0,
             segments: 0,
@@ -159,9 +165,9 @@ impl FrameReader {
         if tail.is_empty() {
             return Ok(ReadEvent::Frame(Frame::whole(bytes)));
         }
-        let mut detached = frame_buffers::take(tail.len());
-        detached.extend_from_slice(tail);
-        Ok(ReadEvent::Frame(Frame::split(bytes, detached)))
+        let mut detached = Detached::new(header.tail_width(), tail.len());
+        detached.append(tail);
+        Ok(ReadEvent::Frame(Frame::split(bytes, detached.take())))
     }
 
     /// The whole length table of the current frame has been read and
@@ -171,7 +177,7 @@ impl FrameReader {
     fn table_read(&mut self, last: usize) {
         if last >= DETACH_FROM {
             self.tail_len = last;
-            self.tail = frame_buffers::take(last);
+            self.tail = Detached::new(self.tail_width, last);
         }
         let head = self.frame_len - self.tail_len;
         self.current.reserve(head - self.current.len());
@@ -183,7 +189,9 @@ impl FrameReader {
         let head_left = self.frame_len - self.tail_len - self.current.len();
         let (head, tail) = bytes.split_at(head_left.min(bytes.len()));
         self.current.extend_from_slice(head);
-        self.tail.extend_from_slice(tail);
+        if !tail.is_empty() {
+            self.tail.append(tail);
+        }
     }
 
     fn start(&mut self, header: &Header) -> Result<(), TcpError> {
@@ -199,6 +207,7 @@ impl FrameReader {
         }
         self.frame_len = header.frame_len();
         self.segments = header.segment_count();
+        self.tail_width = header.tail_width();
         self.head_len = HEADER_LEN + usize::from(header.segment_count()) * LENGTH_ENTRY_LEN;
         // A spare buffer of this thread when the frame is small (the
         // runtime gives decoded frames back on this thread). A large
@@ -252,10 +261,11 @@ impl FrameReader {
             self.frame_len = 0;
             self.tail_len = 0;
             let head = std::mem::take(&mut self.current);
-            if self.tail.is_empty() {
+            let tail = self.tail.take();
+            if tail.is_empty() {
                 return ReadEvent::Frame(Frame::whole(head));
             }
-            ReadEvent::Frame(Frame::split(head, std::mem::take(&mut self.tail)))
+            ReadEvent::Frame(Frame::split(head, tail))
         }
     }
 
@@ -274,16 +284,16 @@ impl FrameReader {
         if self.frame_len == 0 || self.current.len() < self.head_len {
             return 0;
         }
-        self.frame_len - self.current.len() - self.tail.len()
+        self.frame_len - self.current.len() - self.tail.written().len()
     }
 
     /// Reads more of the current frame's payload straight into the frame
-    /// (no copy through a read buffer): `read` appends at most the given
-    /// number of bytes to the frame's head, or once that is complete to
-    /// its detached last segment (each buffer's capacity was reserved when
-    /// the length table was read), and returns how many it appended (0:
-    /// the stream ended). Then the decoder checks those bytes, and the
-    /// frame goes to `sink` if they complete it. Returns the bytes read.
+    /// (no copy through a read buffer): `read` puts bytes into the
+    /// [`Room`] it is given, the rest of the frame's head or once that is
+    /// complete of its detached last segment (each buffer was sized when
+    /// the length table was read), and returns how many it put (0: the
+    /// stream ended). Then the decoder checks those bytes, and the frame
+    /// goes to `sink` if they complete it. Returns the bytes read.
     ///
     /// # Errors
     ///
@@ -291,25 +301,33 @@ impl FrameReader {
     /// failing are kept and checked); the inner one a frame error.
     pub(crate) fn read_payload_in_place(
         &mut self,
-        read: impl FnOnce(&mut Vec<u8>, usize) -> io::Result<usize>,
+        read: impl FnOnce(Room<'_>) -> io::Result<usize>,
         sink: &mut impl FnMut(ReadEvent) -> bool,
     ) -> io::Result<Result<usize, TcpError>> {
         let head = self.frame_len - self.tail_len;
         let into_tail = self.tail_len > 0 && self.current.len() == head;
-        let (buffer, end) = if into_tail {
-            (&mut self.tail, self.tail_len)
+        let (start, result) = if into_tail {
+            self.tail.read(self.tail_len, read)
         } else {
-            (&mut self.current, head)
+            let start = self.current.len();
+            let result = read(Room::Spare(&mut self.current, head - start));
+            (start, result)
         };
-        let start = buffer.len();
-        let result = read(buffer, end - start);
-        let read = buffer.len() - start;
+        let read = if into_tail {
+            self.tail.written().len()
+        } else {
+            self.current.len()
+        } - start;
         let mut at = start;
         let mut complete = false;
         while !complete {
             // The bytes are already in the frame: the decoder only checks
             // them.
-            let bytes = if into_tail { &self.tail } else { &self.current };
+            let bytes = if into_tail {
+                self.tail.written()
+            } else {
+                &self.current
+            };
             let (used, event) = match self.decoder.decode(&bytes[at..]) {
                 Ok(step) => step,
                 Err(error) => return Ok(Err(self.protocol(error))),
@@ -329,7 +347,7 @@ impl FrameReader {
 
     /// The bytes of the frame being assembled.
     pub(crate) fn assembling(&self) -> usize {
-        self.current.len() + self.tail.len()
+        self.current.len() + self.tail.written().len()
     }
 
     /// Checks that the stream may end here, as it just did.
@@ -362,6 +380,121 @@ fn detached_len(segments: u16, frame: &[u8]) -> usize {
         .and_then(|entry| entry.try_into().ok())
         .map_or(0, |entry| u32::from_le_bytes(entry) as usize);
     if len >= DETACH_FROM { len } else { 0 }
+}
+
+/// Where [`FrameReader::read_payload_in_place`] lets its reader put bytes.
+#[derive(Debug)]
+pub(crate) enum Room<'a> {
+    /// Appended to the vector, at most this many (its capacity holds
+    /// them).
+    Spare(&'a mut Vec<u8>, usize),
+    /// Written from the start of the slice, at most its length.
+    Slice(&'a mut [u8]),
+}
+
+impl Room<'_> {
+    /// Puts the first bytes of `source` that fit; returns how many.
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(crate) fn put(self, source: &[u8]) -> usize {
+        match self {
+            Self::Spare(buffer, max) => {
+                let n = max.min(source.len());
+                buffer.extend_from_slice(&source[..n]);
+                n
+            }
+            Self::Slice(slice) => {
+                let n = slice.len().min(source.len());
+                slice[..n].copy_from_slice(&source[..n]);
+                n
+            }
+        }
+    }
+}
+
+/// A frame's detached last segment while it is received.
+#[derive(Debug)]
+enum Detached {
+    /// Bytes, appended to a buffer with room for all of them.
+    Bytes(Vec<u8>),
+    /// Numbers, written into a zeroed buffer of their width.
+    Numbers {
+        /// The buffer, its final length already.
+        tail: Tail,
+        /// The bytes written so far.
+        filled: usize,
+    },
+}
+
+impl Default for Detached {
+    fn default() -> Self {
+        Self::Bytes(Vec::new())
+    }
+}
+
+impl Detached {
+    /// Room for a last segment of `len` bytes whose sender packed numbers
+    /// of `width` into it.
+    fn new(width: TailWidth, len: usize) -> Self {
+        match width.for_len(len) {
+            TailWidth::One => Self::Bytes(frame_buffers::take(len)),
+            width => Self::Numbers {
+                tail: frame_buffers::take_numbers(width, len),
+                filled: 0,
+            },
+        }
+    }
+
+    /// Appends the segment's next `bytes` (never more than it has left:
+    /// the decoder delivers exactly the frame's payload).
+    fn append(&mut self, bytes: &[u8]) {
+        match self {
+            Self::Bytes(buffer) => buffer.extend_from_slice(bytes),
+            Self::Numbers { tail, filled } => {
+                let end = *filled + bytes.len();
+                tail.as_bytes_mut()[*filled..end].copy_from_slice(bytes);
+                *filled = end;
+            }
+        }
+    }
+
+    /// The bytes received so far.
+    fn written(&self) -> &[u8] {
+        match self {
+            Self::Bytes(buffer) => buffer,
+            Self::Numbers { tail, filled } => &tail.as_bytes()[..*filled],
+        }
+    }
+
+    /// Lets `read` put more of a segment of `len` bytes; returns how many
+    /// bytes were there before, and `read`'s result.
+    fn read(
+        &mut self,
+        len: usize,
+        read: impl FnOnce(Room<'_>) -> io::Result<usize>,
+    ) -> (usize, io::Result<usize>) {
+        match self {
+            Self::Bytes(buffer) => {
+                let start = buffer.len();
+                (start, read(Room::Spare(buffer, len - start)))
+            }
+            Self::Numbers { tail, filled } => {
+                let start = *filled;
+                let result = read(Room::Slice(&mut tail.as_bytes_mut()[start..]));
+                if let Ok(n) = result {
+                    *filled += n;
+                }
+                (start, result)
+            }
+        }
+    }
+
+    /// The segment, leaving room for none.
+    fn take(&mut self) -> Tail {
+        match std::mem::take(self) {
+            Self::Bytes(bytes) => bytes.into(),
+            Self::Numbers { tail, .. } => tail,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -414,12 +547,8 @@ mod tests {
     }
 
     /// A read that appends up to what it is asked for from `source`.
-    fn from(source: &[u8]) -> impl FnOnce(&mut Vec<u8>, usize) -> io::Result<usize> + '_ {
-        move |frame, max| {
-            let n = max.min(source.len());
-            frame.extend_from_slice(&source[..n]);
-            Ok(n)
-        }
+    fn from(source: &[u8]) -> impl FnOnce(Room<'_>) -> io::Result<usize> + '_ {
+        move |room| Ok(room.put(source))
     }
 
     fn feed_all(
@@ -601,6 +730,74 @@ mod tests {
             ),
             "{error}"
         );
+    }
+
+    /// A request whose last segment packs `numbers` eight-byte numbers,
+    /// as its header says.
+    fn numbers_request(numbers: usize) -> Vec<u8> {
+        let call = Call {
+            request: RequestId::new(3).unwrap(),
+            action: ActionId::new(7).unwrap(),
+            domain: DomainId::MIN,
+            trace: None,
+        };
+        let deadline = RelativeDeadline::from_duration(Duration::from_secs(1)).unwrap();
+        let packed: Vec<u8> = (0..numbers as u64).flat_map(u64::to_le_bytes).collect();
+        let segments = [b"xy".as_slice(), &packed];
+        let header = Header::new(
+            peer(),
+            Message::Request { call, deadline },
+            &segments,
+            &ProtocolLimits::DEFAULT,
+        )
+        .and_then(|header| header.with_tail_width(TailWidth::Eight))
+        .unwrap();
+        let mut frame = vec![0; header.frame_len()];
+        encode_frame(&header, &segments, &mut frame).unwrap();
+        frame
+    }
+
+    /// The one frame of `events`, checked to be `frame`'s bytes with a
+    /// tail of numbers.
+    fn check_numbers_frame(events: &[ReadEvent], frame: &[u8]) {
+        let [ReadEvent::Frame(received)] = events else {
+            panic!("one frame: {events:?}");
+        };
+        assert!(received.bytes_eq(frame));
+        assert!(received.is_split());
+        let width = TailWidth::Eight.for_len(received.tail().len());
+        assert_eq!(received.tail_width(), width, "received as numbers");
+    }
+
+    #[test]
+    fn a_last_segment_of_numbers_is_received_in_their_width() {
+        let frame = numbers_request(DETACH_FROM / 8 + 5);
+        // Whole in one read, and in pieces through the stream decoder.
+        for chunk in [frame.len(), 4096, 1000] {
+            let mut r = reader();
+            let events = feed_all(&mut r, &frame, chunk).unwrap();
+            check_numbers_frame(&events, &frame);
+        }
+        // Read in place, into the numbers' buffer.
+        let head = HEADER_LEN + 2 * LENGTH_ENTRY_LEN + 2;
+        let mut r = reader();
+        assert!(feed_all(&mut r, &frame[..head + 8], 64).unwrap().is_empty());
+        let mut events = Vec::new();
+        let mut rest = &frame[head + 8..];
+        while !rest.is_empty() {
+            let piece = &rest[..rest.len().min(10_000)];
+            let read = r
+                .read_payload_in_place(from(piece), &mut |event| {
+                    events.push(event);
+                    true
+                })
+                .unwrap()
+                .unwrap();
+            assert_eq!(read, piece.len());
+            rest = &rest[read..];
+        }
+        check_numbers_frame(&events, &frame);
+        r.finish().unwrap();
     }
 
     #[test]

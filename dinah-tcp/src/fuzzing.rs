@@ -68,14 +68,7 @@ pub fn read_stream(
             break reader.finish();
         }
         if reader.payload_left() >= buf.len() {
-            let taken = reader.read_payload_in_place(
-                |frame, left| {
-                    let n = want.min(left);
-                    frame.extend_from_slice(&rest[..n]);
-                    Ok(n)
-                },
-                &mut sink,
-            );
+            let taken = reader.read_payload_in_place(|room| Ok(room.put(&rest[..want])), &mut sink);
             match taken {
                 Ok(Ok(n)) => rest = &rest[n..],
                 Ok(Err(error)) => break Err(error),

@@ -160,6 +160,20 @@ macro_rules! wire_newtype {
 
 wire_newtype!(Add((u64, u64)), "conformance.Add/1", 0xc0f0_0001, u64);
 wire_newtype!(Echo(Vec<u8>), "conformance.Echo/1", 0xc0f0_0002, Vec<u8>);
+// Vectors of numbers: a large one travels as a split frame's tail of its
+// width, both ways.
+wire_newtype!(
+    EchoF64(Vec<f64>),
+    "conformance.EchoF64/1",
+    0xc0f0_0010,
+    Vec<f64>
+);
+wire_newtype!(
+    EchoU16(Vec<u16>),
+    "conformance.EchoU16/1",
+    0xc0f0_0011,
+    Vec<u16>
+);
 
 /// One item of a [`Catalog`].
 #[derive(WireValue, Debug, Clone, PartialEq)]
@@ -257,6 +271,12 @@ pub(crate) fn register(builder: &mut RuntimeBuilder, state: &Arc<RankState>) {
         .unwrap();
     builder
         .register_in::<Echo, _>(WORK, |Echo(bytes)| Ok(bytes))
+        .unwrap();
+    builder
+        .register_in::<EchoF64, _>(WORK, |EchoF64(numbers)| Ok(numbers))
+        .unwrap();
+    builder
+        .register_in::<EchoU16, _>(WORK, |EchoU16(numbers)| Ok(numbers))
         .unwrap();
     builder
         .register_in::<Catalog, _>(WORK, |mut catalog: Catalog| {
@@ -1221,6 +1241,20 @@ pub(crate) fn large_payloads(ctx: &mut RankCtx) -> Ending {
             .collect();
         for call in calls {
             assert!(ctx.wait(call).expect("echo") == bytes, "{len} bytes");
+        }
+    }
+    // Numbers on either side of the size where a vector travels in its
+    // own allocation (64 KiB), in two widths.
+    for count in [(8 << 10) - 1, 8 << 10, (1 << 17) + 3, 3 << 17] {
+        let numbers: Vec<f64> = (0..count).map(|i| i as f64 * 0.5 - f64::from(me)).collect();
+        let halves: Vec<u16> = (0..4 * count)
+            .map(|i| (i * 7 + me as usize) as u16)
+            .collect();
+        for rank in ctx.world().ranks() {
+            let back = ctx.wait(client.spawn_on(rank, EchoF64(numbers.clone())));
+            assert!(back.expect("f64 echo") == numbers, "{count} f64s");
+            let back = ctx.wait(client.spawn_on(rank, EchoU16(halves.clone())));
+            assert!(back.expect("u16 echo") == halves, "{} u16s", 4 * count);
         }
     }
     let item = |i: u32| Item {

@@ -85,6 +85,7 @@ impl MpiDriver {
                             stream,
                             from,
                             lens,
+                            announced.width,
                             &mut self.buffers,
                         );
                     }

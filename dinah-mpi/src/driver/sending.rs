@@ -35,7 +35,8 @@ fn post_batch(
         // A split frame: announced with both lengths, then its head and
         // its tail on the large tag, each from its own buffer. The tail's
         // send completes the frame on the handle.
-        let announcement = large::split_announcement(batch.bytes.len(), batch.tail.len());
+        let announcement =
+            large::split_announcement(batch.bytes.len(), batch.tail.len(), batch.tail.width());
         sends.post(comm.get(), to, stream, announcement, SendKind::Internal);
         let head = SendKind::Frames {
             channel,

@@ -11,29 +11,17 @@
 //! | `Option<T>` | a one-byte tag segment (0 none, 1 some), then `T`'s segments if some |
 //! | tuples up to 8 | each element's segments in order |
 
-use super::{CodecError, SegmentReader, SegmentWriter, WireValue, composite_schema, schema_id};
+use super::{
+    CodecError, SegmentReader, SegmentWriter, WireValue, composite_schema, packed, schema_id,
+};
 
+// Every numeric vector is one packed segment (`packed.rs`): a slice is
+// written with one copy, and a vector handed over whole travels in its own
+// allocation as a frame's detached last segment, which on the receiving
+// side becomes the decoded vector when it was received in the vector's
+// width (see `transport/tail.rs`).
 macro_rules! numeric {
-    // Elements copied out of the segment, little-endian.
-    (@decode_vec $ty:ty) => {
-        fn decode_vec(input: &mut SegmentReader<'_>) -> Result<Vec<Self>, CodecError> {
-                const SIZE: usize = size_of::<$ty>();
-                let index = input.position();
-                let segment = input.next_segment()?;
-                let chunks = segment.chunks_exact(SIZE);
-                if !chunks.remainder().is_empty() {
-                    return Err(CodecError::SegmentLength { index, expected: SIZE, actual: segment.len() });
-                }
-                Ok(chunks
-                    .map(|chunk| {
-                        let mut bytes = [0u8; SIZE];
-                        bytes.copy_from_slice(chunk);
-                        <$ty>::from_le_bytes(bytes)
-                    })
-                    .collect())
-            }
-    };
-    (@impl $ty:ty => $name:literal, { $($owned:tt)* }) => {
+    ($($ty:ty => $name:literal),* $(,)?) => {$(
         impl WireValue for $ty {
             const SCHEMA_ID: u64 = schema_id(concat!("dinah.", $name));
 
@@ -51,45 +39,24 @@ macro_rules! numeric {
             const VEC_SCHEMA_ID: u64 = schema_id(concat!("dinah.vec.", $name));
 
             fn encode_slice(items: &[Self], out: &mut SegmentWriter) -> Result<(), CodecError> {
-                const SIZE: usize = size_of::<$ty>();
-                out.push_with(|buffer| {
-                    // Sized once, then filled chunk by chunk: the compiler
-                    // turns this into a plain copy (a `memcpy` for bytes),
-                    // where appending element by element cost a length
-                    // update per byte.
-                    let start = buffer.len();
-                    buffer.resize(start + items.len() * SIZE, 0);
-                    for (chunk, value) in buffer[start..].chunks_exact_mut(SIZE).zip(items) {
-                        chunk.copy_from_slice(&value.to_le_bytes());
-                    }
-                });
+                packed::encode_slice(items, out);
                 Ok(())
             }
 
-            $($owned)*
+            fn encode_vec(items: Vec<Self>, out: &mut SegmentWriter) -> Result<(), CodecError> {
+                out.push_numbers(items);
+                Ok(())
+            }
+
+            fn decode_vec(input: &mut SegmentReader<'_>) -> Result<Vec<Self>, CodecError> {
+                input.next_numbers()
+            }
         }
-    };
-    ($($ty:ty => $name:literal),* $(,)?) => {$(
-        numeric!(@impl $ty => $name, { numeric!(@decode_vec $ty); });
     )*};
 }
 
-// A `Vec<u8>`'s buffer is its packed segment: taken whole when the vector
-// is consumed, and a received frame's detached last segment becomes the
-// decoded vector.
-numeric!(@impl u8 => "u8", {
-    fn encode_vec(items: Vec<Self>, out: &mut SegmentWriter) -> Result<(), CodecError> {
-        out.push_owned(items);
-        Ok(())
-    }
-
-    fn decode_vec(input: &mut SegmentReader<'_>) -> Result<Vec<Self>, CodecError> {
-        input.next_vec()
-    }
-});
-
 numeric!(
-    u16 => "u16", u32 => "u32", u64 => "u64", u128 => "u128",
+    u8 => "u8", u16 => "u16", u32 => "u32", u64 => "u64", u128 => "u128",
     i8 => "i8", i16 => "i16", i32 => "i32", i64 => "i64", i128 => "i128",
     f32 => "f32", f64 => "f64",
 );

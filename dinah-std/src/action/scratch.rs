@@ -79,7 +79,7 @@ impl Scratch {
                 ends: Vec::new(),
                 depth: 0,
                 start: 0,
-                tail: Vec::new(),
+                tail: crate::transport::Tail::new(),
             },
             hints: [None; HINTS],
         }

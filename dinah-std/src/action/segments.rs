@@ -4,7 +4,8 @@ use std::fmt;
 
 use dinah_core::wire::{Segments, SplitFrameRef};
 
-use super::CodecError;
+use super::{CodecError, packed};
+use crate::transport::{Tail, TailNumber};
 
 /// Collects the payload segments a [`WireValue`](super::WireValue) encodes
 /// into: one contiguous buffer plus the segment boundaries, so a frame is
@@ -41,7 +42,7 @@ pub struct SegmentWriter {
     pub(super) start: usize,
     /// The detached last segment (see [the type's docs](Self)); empty if
     /// there is none.
-    pub(super) tail: Vec<u8>,
+    pub(super) tail: Tail,
 }
 
 impl SegmentWriter {
@@ -136,12 +137,21 @@ impl SegmentWriter {
     /// segment (see [the type's docs](Self)). Anything else is copied as
     /// by [`push`](Self::push).
     pub fn push_owned(&mut self, bytes: Vec<u8>) {
-        if self.depth > 0 || bytes.len() < DETACH_FROM {
-            self.push(&bytes);
+        self.push_numbers(bytes);
+    }
+
+    /// [`push_owned`](Self::push_owned) for a vector of numbers, packed
+    /// little-endian: kept in its own allocation as the detached last
+    /// segment (a [`Tail`] of its width) on a little-endian machine,
+    /// copied otherwise.
+    pub(crate) fn push_numbers<T: TailNumber>(&mut self, items: Vec<T>) {
+        let len = size_of_val(items.as_slice());
+        if self.depth > 0 || len < DETACH_FROM || !packed::NATIVE_IS_WIRE {
+            packed::encode_slice(&items, self);
             return;
         }
         self.attach_tail();
-        self.tail = bytes;
+        self.tail = Tail::from_numbers(items);
     }
 
     /// Copies a detached last segment into the shared buffer, so that the
@@ -150,7 +160,7 @@ impl SegmentWriter {
     fn attach_tail(&mut self) {
         if !self.tail.is_empty() {
             let tail = std::mem::take(&mut self.tail);
-            self.data.extend_from_slice(&tail);
+            self.data.extend_from_slice(tail.as_bytes());
             self.ends.push(self.data.len());
         }
     }
@@ -193,6 +203,11 @@ impl SegmentWriter {
         self.tail.len()
     }
 
+    /// The width of the numbers the detached last segment is kept as.
+    pub(crate) fn tail_width(&self) -> crate::transport::TailWidth {
+        self.tail.width()
+    }
+
     /// The segments in order.
     pub fn segments(&self) -> impl ExactSizeIterator<Item = &[u8]> + '_ {
         (0..self.len()).map(move |i| self.segment(i))
@@ -201,7 +216,7 @@ impl SegmentWriter {
     /// Segment `i` (below [`len`](Self::len)).
     fn segment(&self, i: usize) -> &[u8] {
         let Some(&end) = self.ends.get(i) else {
-            return &self.tail;
+            return self.tail.as_bytes();
         };
         let start = if i == 0 { self.start } else { self.ends[i - 1] };
         &self.data[start..end]
@@ -232,7 +247,7 @@ impl SegmentWriter {
     }
 
     /// Takes the detached last segment (empty if there is none).
-    pub(crate) fn take_tail(&mut self) -> Vec<u8> {
+    pub(crate) fn take_tail(&mut self) -> Tail {
         std::mem::take(&mut self.tail)
     }
 
@@ -243,7 +258,7 @@ impl SegmentWriter {
         self.depth = 0;
         self.start = 0;
         if self.has_tail() {
-            self.tail = Vec::new();
+            self.tail = Tail::new();
         }
     }
 
@@ -335,8 +350,9 @@ pub struct SegmentReader<'a> {
     source: Source<'a>,
     taken: usize,
     /// A received frame's detached last segment, read after the source's
-    /// segments; its buffer can be taken ([`next_vec`](Self::next_vec)).
-    tail: Option<&'a mut Vec<u8>>,
+    /// segments; its buffer can be taken ([`next_vec`](Self::next_vec),
+    /// [`next_numbers`](Self::next_numbers)).
+    tail: Option<&'a mut Tail>,
 }
 
 enum Source<'a> {
@@ -388,8 +404,9 @@ impl<'a> SegmentReader<'a> {
 
     /// A reader over a received frame held in two parts: the segments in
     /// its head, then `tail`, its detached last segment, whose buffer a
-    /// `Vec<u8>` read from it takes over ([`next_vec`](Self::next_vec)).
-    pub(crate) fn from_split_frame(frame: SplitFrameRef<'a>, tail: &'a mut Vec<u8>) -> Self {
+    /// vector read from it takes over ([`next_vec`](Self::next_vec),
+    /// [`next_numbers`](Self::next_numbers)).
+    pub(crate) fn from_split_frame(frame: SplitFrameRef<'a>, tail: &'a mut Tail) -> Self {
         debug_assert_eq!(frame.tail_len(), tail.len());
         Self {
             source: Source::Frame(frame.head_segments()),
@@ -427,7 +444,10 @@ impl<'a> SegmentReader<'a> {
         let next = match self.source.next() {
             Some(segment) => Some(segment),
             // The detached last segment, lent for the reader's lifetime.
-            None => self.tail.take().map(|tail| -> &'a [u8] { tail }),
+            None => self.tail.take().map(|tail| -> &'a [u8] {
+                let tail: &'a Tail = tail;
+                tail.as_bytes()
+            }),
         };
         match next {
             Some(segment) => {
@@ -446,17 +466,46 @@ impl<'a> SegmentReader<'a> {
     ///
     /// [`CodecError::MissingSegment`] if there is none.
     pub fn next_vec(&mut self) -> Result<Vec<u8>, CodecError> {
+        if let Some(tail) = self.take_tail() {
+            return Ok(tail
+                .into_bytes()
+                .unwrap_or_else(|tail| tail.as_bytes().to_vec()));
+        }
+        self.next_segment().map(<[u8]>::to_vec)
+    }
+
+    /// The next segment as a vector of numbers packed little-endian: a
+    /// received frame's detached last segment kept in `T`'s width (see
+    /// [`Tail`]) becomes the vector without a copy; anything else is
+    /// copied in one pass.
+    ///
+    /// # Errors
+    ///
+    /// [`CodecError::MissingSegment`] if there is none;
+    /// [`CodecError::SegmentLength`] if its length is not a whole number
+    /// of `T`s.
+    pub(crate) fn next_numbers<T: TailNumber>(&mut self) -> Result<Vec<T>, CodecError> {
+        let index = self.position();
+        if let Some(tail) = self.take_tail() {
+            return tail
+                .into_numbers()
+                .or_else(|tail| packed::decode(tail.as_bytes(), index));
+        }
+        packed::decode(self.next_segment()?, index)
+    }
+
+    /// The detached last segment, taken, if it is the next segment.
+    fn take_tail(&mut self) -> Option<Tail> {
         let at_tail = match &self.source {
             Source::Frame(segments) => segments.len() == 0,
             Source::Writer { .. } | Source::Group(_) => false,
         };
-        if at_tail {
-            if let Some(tail) = self.tail.take() {
-                self.taken += 1;
-                return Ok(std::mem::take(tail));
-            }
+        if !at_tail {
+            return None;
         }
-        self.next_segment().map(<[u8]>::to_vec)
+        let tail = self.tail.take()?;
+        self.taken += 1;
+        Some(std::mem::take(tail))
     }
 
     /// A reader over the records of the next segment, a group written by

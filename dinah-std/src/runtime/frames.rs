@@ -56,7 +56,9 @@ pub(crate) fn with_payload(
 }
 
 /// [`with_payload`] for a payload whose last segment is detached: it
-/// becomes the frame's tail.
+/// becomes the frame's tail, and the header says the width of the numbers
+/// it packs (a `Vec<f64>`'s: eight), so that a receiver keeps it in an
+/// allocation a vector of them can take over.
 #[cold]
 fn with_tail(
     origin: Rank,
@@ -66,7 +68,8 @@ fn with_tail(
 ) -> Result<Frame, ProtocolError> {
     let (bytes, tail_len) = (payload.bytes(), payload.tail_len());
     let header =
-        Header::packed_with_tail(origin, message, payload.lens(), bytes, tail_len, limits)?;
+        Header::packed_with_tail(origin, message, payload.lens(), bytes, tail_len, limits)?
+            .with_tail_width(payload.tail_width())?;
     let tail = payload.take_tail();
     let head = head_of_payload(&header, payload, Some(tail_len));
     Ok(Frame::split(head, tail))
@@ -256,8 +259,9 @@ pub(crate) fn encode_error(error: ProtocolError) -> RuntimeError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::WireValue;
     use crate::action::DETACH_FROM;
-    use dinah_core::wire::encode_frame;
+    use dinah_core::wire::{TailWidth, encode_frame};
     use dinah_core::{ActionId, DomainId, RequestId};
 
     fn call() -> Call {
@@ -379,6 +383,56 @@ mod tests {
         let tail = input.next_vec().unwrap();
         assert_eq!(tail.as_ptr(), address, "the tail is the encoded buffer");
         input.finish().unwrap();
+    }
+
+    #[test]
+    fn a_vector_of_numbers_travels_in_its_allocation_and_the_header_says_its_width() {
+        let limits = ProtocolLimits::default();
+        let numbers: Vec<f64> = (0..DETACH_FROM / 8).map(|i| i as f64 / 3.0).collect();
+        let expected = numbers.clone();
+        let address = numbers.as_ptr().cast::<u8>();
+        let mut writer = SegmentWriter::new();
+        writer.push(b"small");
+        numbers.encode_owned(&mut writer).expect("encodes");
+        let message = Message::Result { call: call() };
+        let mut frame = with_payload(Rank::ZERO, message, &mut writer, &limits).expect("encodes");
+        assert!(frame.is_split());
+        let wire: Vec<u8> = expected.iter().flat_map(|x| x.to_le_bytes()).collect();
+        assert_eq!(frame.tail(), wire, "little-endian numbers");
+        let segments: [&[u8]; 2] = [b"small", &wire];
+        let header = Header::new(Rank::ZERO, message, &segments, &limits)
+            .and_then(|header| header.with_tail_width(TailWidth::Eight))
+            .expect("valid");
+        let mut reference = vec![0; header.frame_len()];
+        encode_frame(&header, &segments, &mut reference).expect("encodes");
+        assert!(frame.bytes_eq(&reference), "the header says width 8");
+        if cfg!(target_endian = "little") {
+            assert_eq!(frame.tail_width(), TailWidth::Eight);
+            assert_eq!(frame.tail().as_ptr(), address, "not copied");
+        }
+        let mut input = payload(header, &mut frame).expect("the parts match the header");
+        assert_eq!(input.next_segment().unwrap(), b"small");
+        let back = Vec::<f64>::decode(&mut input).unwrap();
+        assert_eq!(back, expected);
+        if cfg!(target_endian = "little") {
+            assert_eq!(
+                back.as_ptr().cast::<u8>(),
+                address,
+                "the tail is the vector"
+            );
+        }
+        input.finish().unwrap();
+        // Read as another width, the same bytes are copied.
+        let mut writer = SegmentWriter::new();
+        expected.clone().encode_owned(&mut writer).expect("encodes");
+        let mut frame = with_payload(Rank::ZERO, message, &mut writer, &limits).expect("encodes");
+        let header = Header::new(Rank::ZERO, message, &[&wire], &limits)
+            .and_then(|header| header.with_tail_width(TailWidth::Eight))
+            .expect("valid");
+        let mut input = payload(header, &mut frame).expect("matches");
+        let halves = Vec::<u32>::decode(&mut input).unwrap();
+        assert_eq!(halves.len(), 2 * expected.len());
+        assert_eq!(halves[..2], [0, 0], "0.0 is zero bits");
     }
 
     #[test]

@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use super::Tail;
+
 /// A frame's bytes (header, length table, segments), held in one buffer
 /// or, for a large payload, as a **head** and a **tail**: the tail is the
 /// frame's last segment in a buffer of its own, the head everything before
@@ -17,6 +19,9 @@ use std::fmt;
 /// ([`decode_split_frame`](dinah_core::wire::decode_split_frame)); a
 /// transport that cannot keep the parts apart joins them
 /// ([`into_whole`](Self::into_whole)).
+///
+/// The tail is a [`Tail`]: bytes, or a vector of numbers kept in its own
+/// allocation (a `Vec<f64>` sent or received without a copy).
 ///
 /// A whole frame is exactly its one `Vec<u8>` in size: the queues and
 /// events that carry every small frame stay as small as before, and the
@@ -34,7 +39,7 @@ enum Repr {
 #[derive(Clone, PartialEq, Eq)]
 struct Parts {
     head: Vec<u8>,
-    tail: Vec<u8>,
+    tail: Tail,
 }
 
 impl Default for Frame {
@@ -53,7 +58,8 @@ impl Frame {
     /// A frame held as `head` followed by `tail` (an empty tail makes a
     /// whole frame).
     #[inline]
-    pub fn split(head: Vec<u8>, tail: Vec<u8>) -> Self {
+    pub fn split(head: Vec<u8>, tail: impl Into<Tail>) -> Self {
+        let tail = tail.into();
         if tail.is_empty() {
             return Self::whole(head);
         }
@@ -102,7 +108,7 @@ impl Frame {
     /// The head, and the tail of a split frame to be taken (a received
     /// tail becomes the decoded value).
     #[inline]
-    pub fn parts_mut(&mut self) -> (&[u8], Option<&mut Vec<u8>>) {
+    pub fn parts_mut(&mut self) -> (&[u8], Option<&mut Tail>) {
         match &mut self.0 {
             Repr::Whole(bytes) => (bytes, None),
             Repr::Split(parts) => {
@@ -117,7 +123,16 @@ impl Frame {
     pub fn tail(&self) -> &[u8] {
         match &self.0 {
             Repr::Whole(_) => &[],
-            Repr::Split(parts) => &parts.tail,
+            Repr::Split(parts) => parts.tail.as_bytes(),
+        }
+    }
+
+    /// The tail's width (see [`Tail`]); bytes for a whole frame.
+    #[inline]
+    pub fn tail_width(&self) -> super::TailWidth {
+        match &self.0 {
+            Repr::Whole(_) => super::TailWidth::One,
+            Repr::Split(parts) => parts.tail.width(),
         }
     }
 
@@ -131,9 +146,9 @@ impl Frame {
 
     /// The two parts (the second empty for a whole frame).
     #[inline]
-    pub fn into_parts(self) -> (Vec<u8>, Vec<u8>) {
+    pub fn into_parts(self) -> (Vec<u8>, Tail) {
         match self.0 {
-            Repr::Whole(bytes) => (bytes, Vec::new()),
+            Repr::Whole(bytes) => (bytes, Tail::new()),
             Repr::Split(parts) => (parts.head, parts.tail),
         }
     }
@@ -145,7 +160,7 @@ impl Frame {
             Repr::Whole(bytes) => bytes,
             Repr::Split(parts) => {
                 let Parts { mut head, tail } = *parts;
-                head.extend_from_slice(&tail);
+                head.extend_from_slice(tail.as_bytes());
                 head
             }
         }

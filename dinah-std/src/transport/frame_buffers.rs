@@ -27,6 +27,11 @@
 //!   results) gives it back, so a steady stream of large frames reuses the
 //!   same memory instead of allocating (and on a fresh mapping, faulting
 //!   in) a megabyte per frame.
+//! - **Numbers.** A frame's tail of wider numbers (a `Vec<f64>` sent
+//!   whole, see [`Tail`]) is kept among the large buffers too once sent
+//!   ([`give_tail`]), and [`take_numbers`] hands it out again to receive a
+//!   tail of numbers of its width: its bytes are overwritten, not zeroed
+//!   first, since they hold numbers already.
 //! - **Bounded.** A thread keeps at most [`CLASS_KEEP_BUFFERS`] buffers
 //!   and [`CLASS_KEEP_BYTES`] of capacity per class (384 KiB over all six
 //!   classes, a buffer counting at most twice its class), and the large
@@ -58,6 +63,8 @@
 
 use std::cell::RefCell;
 
+use super::{Tail, TailWidth};
+
 /// The smallest class: a frame header and a short payload fit.
 pub const MIN_CLASS_BYTES: usize = 1 << 7;
 
@@ -82,10 +89,11 @@ pub const LARGE_KEEP_BUFFERS: usize = 4;
 const CLASSES: usize =
     (MAX_CLASS_BYTES.trailing_zeros() - MIN_CLASS_BYTES.trailing_zeros() + 1) as usize;
 
-/// One thread's spare buffers, by class, and its large ones.
+/// One thread's spare buffers, by class, and its large ones (bytes or
+/// numbers).
 struct Spare {
     classes: [Vec<Vec<u8>>; CLASSES],
-    large: Vec<Vec<u8>>,
+    large: Vec<Tail>,
 }
 
 impl Spare {
@@ -96,20 +104,21 @@ impl Spare {
         }
     }
 
-    /// The smallest large buffer that holds `len` bytes, taken out.
-    fn take_large(&mut self, len: usize) -> Option<Vec<u8>> {
+    /// The smallest large buffer of `width` that holds `len` bytes, taken
+    /// out.
+    fn take_large(&mut self, width: TailWidth, len: usize) -> Option<Tail> {
         let (at, _) = self
             .large
             .iter()
             .enumerate()
-            .filter(|(_, buffer)| buffer.capacity() >= len)
+            .filter(|(_, buffer)| buffer.width() == width && buffer.capacity() >= len)
             .min_by_key(|(_, buffer)| buffer.capacity())?;
         Some(self.large.swap_remove(at))
     }
 
-    /// Keeps `buffer` (empty, past the classes) if the bounds allow.
-    fn keep_large(&mut self, buffer: Vec<u8>) {
-        let kept: usize = self.large.iter().map(Vec::capacity).sum();
+    /// Keeps `buffer` (past the classes) if the bounds allow.
+    fn keep_large(&mut self, buffer: Tail) {
+        let kept: usize = self.large.iter().map(Tail::capacity).sum();
         if self.large.len() < LARGE_KEEP_BUFFERS
             && kept.saturating_add(buffer.capacity()) <= LARGE_KEEP_BYTES
         {
@@ -157,7 +166,12 @@ fn class_for_capacity(capacity: usize) -> Option<usize> {
 pub fn take(len: usize) -> Vec<u8> {
     let Some(class) = class_for_len(len) else {
         return SPARE
-            .with_borrow_mut(|spare| spare.take_large(len))
+            .with_borrow_mut(|spare| spare.take_large(TailWidth::One, len))
+            .and_then(|tail| tail.into_bytes().ok())
+            .map(|mut bytes| {
+                bytes.clear();
+                bytes
+            })
             .unwrap_or_else(|| Vec::with_capacity(len));
     };
     SPARE
@@ -176,7 +190,7 @@ pub fn give(mut buffer: Vec<u8>) {
     buffer.clear();
     if buffer.capacity() > 2 * MAX_CLASS_BYTES {
         // Too big to keep for small frames.
-        SPARE.with_borrow_mut(|spare| spare.keep_large(buffer));
+        SPARE.with_borrow_mut(|spare| spare.keep_large(buffer.into()));
         return;
     }
     SPARE.with_borrow_mut(|spare| {
@@ -194,8 +208,36 @@ pub fn give_frame(frame: super::Frame) {
     let (head, tail) = frame.into_parts();
     give(head);
     if split {
-        give(tail);
+        give_tail(tail);
     }
+}
+
+/// Takes back a frame's tail that is no longer needed: bytes as by
+/// [`give`]; numbers kept among the large buffers, for [`take_numbers`],
+/// if the bounds allow.
+pub fn give_tail(tail: Tail) {
+    match tail.into_bytes() {
+        Ok(bytes) => give(bytes),
+        Err(numbers) if numbers.capacity() > 2 * MAX_CLASS_BYTES => {
+            SPARE.with_borrow_mut(|spare| spare.keep_large(numbers));
+        }
+        Err(_) => {}
+    }
+}
+
+/// A tail of `len` bytes kept as numbers of `width` (where
+/// [`TailWidth::for_len`] allows; bytes otherwise), to receive into: a
+/// spare one of this thread of that width when one holds it, its old
+/// numbers left to be overwritten, else a new zeroed one.
+pub fn take_numbers(width: TailWidth, len: usize) -> Tail {
+    let width = width.for_len(len);
+    if width != TailWidth::One {
+        if let Some(mut tail) = SPARE.with_borrow_mut(|spare| spare.take_large(width, len)) {
+            tail.resize(len);
+            return tail;
+        }
+    }
+    Tail::zeroed(width, len)
 }
 
 /// What a thread keeps: see [`kept`].
@@ -231,8 +273,8 @@ pub fn kept() -> Kept {
             .classes
             .iter()
             .flatten()
-            .chain(&spare.large)
             .map(Vec::capacity)
+            .chain(spare.large.iter().map(Tail::capacity))
             .sum(),
     })
 }
@@ -279,6 +321,40 @@ mod tests {
             let bigger = take(300);
             assert_eq!(bigger.capacity(), 512);
             assert_eq!(kept_pair(), (1, MIN_CLASS_BYTES));
+        });
+    }
+
+    #[test]
+    fn a_sent_tail_of_numbers_receives_the_next_one_of_its_width() {
+        on_fresh_thread(|| {
+            let numbers: Vec<f64> = (0..20_000).map(f64::from).collect();
+            let tail = Tail::from_numbers(numbers);
+            let pointer = tail.as_bytes().as_ptr();
+            give_tail(tail);
+            if cfg!(target_endian = "big") {
+                // Kept as bytes, which serve byte frames.
+                assert_eq!(kept_pair().0, 1);
+                return;
+            }
+            assert_eq!(kept_pair(), (1, 160_000));
+            // Another width does not take it: a new zeroed tail.
+            let other = take_numbers(TailWidth::Four, 80_000);
+            assert_ne!(other.as_bytes().as_ptr(), pointer);
+            assert!(other.as_bytes().iter().all(|&b| b == 0));
+            // Nor does a byte frame.
+            assert_eq!(take(100_000).capacity(), 100_000);
+            // Its width does, cut to the length asked for, its old numbers
+            // still there until overwritten.
+            let again = take_numbers(TailWidth::Eight, 80_000);
+            assert_eq!(again.as_bytes().as_ptr(), pointer, "the same buffer");
+            assert_eq!((again.len(), again.width()), (80_000, TailWidth::Eight));
+            assert_eq!(again.as_bytes()[8..16], 1.0f64.to_le_bytes());
+            assert_eq!(kept_pair(), (0, 0));
+            // A length that is no whole number of them gets bytes.
+            assert_eq!(
+                take_numbers(TailWidth::Eight, 80_001).width(),
+                TailWidth::One
+            );
         });
     }
 
