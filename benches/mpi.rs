@@ -3,7 +3,8 @@
 //! no-op action round trip with one call in flight, the same with 1,024 in
 //! flight (actions per second), each with the handler on a worker (pooled)
 //! and registered inline (run on the serving owner thread), and a payload
-//! sweep up to 4 MiB (raw ping-pong and a dinah echo of the same size).
+//! sweep up to 4 MiB (raw ping-pong and a dinah echo of the same size, of
+//! a `Vec<u8>` and of a `Vec<f64>` of those bytes).
 //!
 //! Criterion and MPI ranks do not mix (criterion would time each rank on
 //! its own), so this is a small harness: rank 0 measures and prints a
@@ -95,6 +96,29 @@ impl WireValue for Echo {
 impl Action for Echo {
     const ID: u128 = 0xbe4c_0002;
     type Output = Vec<u8>;
+}
+
+/// Sends its numbers back: the same bytes as [`Echo`], as the `f64`s an
+/// HPC code sends. Handed over whole, the vector travels in its own
+/// allocation both ways (see `dinah_std::transport::Tail`).
+struct EchoF64(Vec<f64>);
+
+impl WireValue for EchoF64 {
+    const SCHEMA_ID: u64 = schema_id("bench.EchoF64/1");
+    fn encode(&self, out: &mut SegmentWriter) -> Result<(), CodecError> {
+        self.0.encode(out)
+    }
+    fn encode_owned(self, out: &mut SegmentWriter) -> Result<(), CodecError> {
+        self.0.encode_owned(out)
+    }
+    fn decode(input: &mut SegmentReader<'_>) -> Result<Self, CodecError> {
+        Vec::<f64>::decode(input).map(EchoF64)
+    }
+}
+
+impl Action for EchoF64 {
+    const ID: u128 = 0xbe4c_0005;
+    type Output = Vec<f64>;
 }
 
 /// Tells a serving rank to stop.
@@ -273,11 +297,12 @@ fn main() -> Result<(), BoxError> {
                 );
             }
         }
+        let mut numbers_rows = Vec::new();
         for (&size, raw) in SIZES.iter().zip(&raw_sweep).filter(|_| wanted("sweep")) {
+            // Each echo sends the buffer the previous one brought back, as
+            // the raw ping-pong sends the buffer it has just read into: an
+            // echo consumes its argument.
             let echo = median(plan.batches, || {
-                // Each echo sends the buffer the previous one brought back,
-                // as the raw ping-pong sends the buffer it has just read
-                // into: an echo consumes its argument.
                 let mut message = vec![0x5a; size];
                 let start = Instant::now();
                 for _ in 0..plan.sweep_iterations {
@@ -288,16 +313,22 @@ fn main() -> Result<(), BoxError> {
                 }
                 start.elapsed() / plan.sweep_iterations as u32
             });
-            // Two payloads cross per round trip.
-            let rate = 2.0 * size as f64 / echo.as_secs_f64() / 1e6;
-            table.row(
-                &format!("payload {}: raw ping-pong / dinah echo", fmt_size(size)),
-                format!("{} / {}", fmt_us(*raw), fmt_us(echo)),
-                format!(
-                    "dinah {rate:.0} MB/s, {:.1}x raw",
-                    echo.as_secs_f64() / raw.as_secs_f64()
-                ),
-            );
+            let numbers = median(plan.batches, || {
+                let mut message = vec![0.5f64; size / 8];
+                let start = Instant::now();
+                for _ in 0..plan.sweep_iterations {
+                    message = runtime
+                        .block_on(client.spawn_on(peer, EchoF64(message)))
+                        .expect("echo");
+                    assert_eq!(message.len(), size / 8);
+                }
+                start.elapsed() / plan.sweep_iterations as u32
+            });
+            table.payload_row("", size, *raw, echo);
+            numbers_rows.push((size, *raw, numbers));
+        }
+        for (size, raw, numbers) in numbers_rows {
+            table.payload_row(" as f64", size, raw, numbers);
         }
         let me = runtime.rank();
         for peer in runtime.world().ranks().filter(|&r| r != me) {
@@ -346,6 +377,7 @@ fn start_runtime(world: &SimpleCommunicator, stop: &Arc<AtomicBool>) -> Result<R
     builder.register::<Noop, _>(|Noop| Ok(()))?;
     builder.register_inline::<NoopInline, _>(dinah::std::DEFAULT_DOMAIN, |NoopInline| Ok(()))?;
     builder.register::<Echo, _>(|Echo(bytes)| Ok(bytes))?;
+    builder.register::<EchoF64, _>(|EchoF64(numbers)| Ok(numbers))?;
     let stop = Arc::clone(stop);
     builder.register::<Stop, _>(move |Stop| {
         stop.store(true, Ordering::Release);
@@ -543,6 +575,24 @@ struct Table {
 }
 
 impl Table {
+    /// A payload row: the raw ping-pong of `size` bytes and the dinah echo
+    /// of the same bytes (`kind` says as what, after the size).
+    fn payload_row(&mut self, kind: &str, size: usize, raw: Duration, echo: Duration) {
+        // Two payloads cross per round trip.
+        let rate = 2.0 * size as f64 / echo.as_secs_f64() / 1e6;
+        self.row(
+            &format!(
+                "payload {}{kind}: raw ping-pong / dinah echo",
+                fmt_size(size)
+            ),
+            format!("{} / {}", fmt_us(raw), fmt_us(echo)),
+            format!(
+                "dinah {rate:.0} MB/s, {:.1}x raw",
+                echo.as_secs_f64() / raw.as_secs_f64()
+            ),
+        );
+    }
+
     fn row(&mut self, what: &str, value: String, target: String) {
         self.rows.push([what.to_owned(), value, target]);
     }

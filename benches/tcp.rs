@@ -20,7 +20,8 @@
 //!   hand, with no runtime, 1 and 1,024 in flight (what the transport
 //!   alone allows);
 //! - `tcp_payload/{raw,raw_spin,transport,dinah}/N`: an N-byte echo, 8 B
-//!   to 4 MiB, one in flight.
+//!   to 4 MiB, one in flight; `tcp_payload/dinah_f64/N` the dinah echo of
+//!   the same bytes as a `Vec<f64>`.
 //!
 //! Goals (not assertions): `dinah_noop_inline/1` within 1.3x
 //! `raw_spin_ping_pong_8b`; `dinah_noop/1024` at 500,000 actions/s or more
@@ -69,6 +70,29 @@ impl Action for Echo {
     type Output = Vec<u8>;
 }
 
+/// Sends its numbers back: [`Echo`]'s bytes as the `f64`s an HPC code
+/// sends, in their own allocation both ways (see
+/// `dinah_std::transport::Tail`).
+struct EchoF64(Vec<f64>);
+
+impl WireValue for EchoF64 {
+    const SCHEMA_ID: u64 = schema_id("bench.EchoF64/1");
+    fn encode(&self, out: &mut SegmentWriter) -> Result<(), CodecError> {
+        self.0.encode(out)
+    }
+    fn encode_owned(self, out: &mut SegmentWriter) -> Result<(), CodecError> {
+        self.0.encode_owned(out)
+    }
+    fn decode(input: &mut SegmentReader<'_>) -> Result<Self, CodecError> {
+        Vec::<f64>::decode(input).map(EchoF64)
+    }
+}
+
+impl Action for EchoF64 {
+    const ID: u128 = 0xbe_0003;
+    type Output = Vec<f64>;
+}
+
 fn cfg() -> dinah_tcp::TcpConfig {
     dinah_tcp::TcpConfig::default()
 }
@@ -100,6 +124,9 @@ fn builder(inline: bool) -> dinah_std::RuntimeBuilder {
     }
     builder
         .register::<Echo, _>(|Echo(bytes)| Ok(bytes))
+        .unwrap();
+    builder
+        .register::<EchoF64, _>(|EchoF64(numbers)| Ok(numbers))
         .unwrap();
     builder
 }
@@ -183,6 +210,22 @@ impl Pair {
                 .block_on(client.spawn_on(peer, Echo(message)))
                 .unwrap();
             assert_eq!(message.len(), payload.len());
+        }
+        start.elapsed()
+    }
+
+    /// [`echo`](Self::echo) of `len` bytes as a `Vec<f64>`.
+    fn echo_f64(&mut self, n: u64, len: usize) -> Duration {
+        let runtime = self.runtime();
+        let client = runtime.client();
+        let peer = Rank::new(1, runtime.world()).unwrap();
+        let mut message = vec![0.5f64; len / 8];
+        let start = Instant::now();
+        for _ in 0..n {
+            message = runtime
+                .block_on(client.spawn_on(peer, EchoF64(message)))
+                .unwrap();
+            assert_eq!(message.len(), len / 8);
         }
         start.elapsed()
     }
@@ -432,6 +475,10 @@ fn payloads(c: &mut Criterion) {
             let mut pair = Pair::new(false);
             let payload = vec![5u8; len];
             b.iter_custom(|n| pair.echo(n, &payload));
+        });
+        group.bench_with_input(BenchmarkId::new("dinah_f64", len), &len, |b, &len| {
+            let mut pair = Pair::new(false);
+            b.iter_custom(|n| pair.echo_f64(n, len));
         });
     }
     group.finish();

@@ -54,7 +54,7 @@ pub(crate) fn all(r: &Results) -> Vec<Chart<'static>> {
             title: "TCP echo: bandwidth by payload (one in flight)",
             x_desc: "payload (bytes)",
             y_desc: "MB/s (both directions)",
-            series: ["raw", "raw_spin", "transport", "dinah"]
+            series: ["raw", "raw_spin", "transport", "dinah", "dinah_f64"]
                 .iter()
                 .map(|name| {
                     let points = r
@@ -77,20 +77,25 @@ pub(crate) fn all(r: &Results) -> Vec<Chart<'static>> {
             title: "MPI echo: bandwidth by payload (one in flight)",
             x_desc: "payload (bytes)",
             y_desc: "MB/s (both directions)",
-            series: [("raw", 0usize), ("dinah", 1)]
-                .iter()
-                .map(|&(name, which)| {
-                    let points = MPI_SIZES
-                        .iter()
-                        .filter_map(|&(label, bytes)| {
-                            let (raw, dinah) = mpi_payload(r, label)?;
-                            let t = if which == 0 { raw } else { dinah };
-                            Some((bytes, 2.0 * bytes / t / 1e6))
-                        })
-                        .collect();
-                    (name.to_owned(), points)
-                })
-                .collect(),
+            // The `Vec<f64>` rows say so after the size.
+            series: [
+                ("raw", 0usize, ""),
+                ("dinah", 1, ""),
+                ("dinah_f64", 1, " as f64"),
+            ]
+            .iter()
+            .map(|&(name, which, kind)| {
+                let points = MPI_SIZES
+                    .iter()
+                    .filter_map(|&(label, bytes)| {
+                        let (raw, dinah) = mpi_payload(r, &format!("{label}{kind}"))?;
+                        let t = if which == 0 { raw } else { dinah };
+                        Some((bytes, 2.0 * bytes / t / 1e6))
+                    })
+                    .collect();
+                (name.to_owned(), points)
+            })
+            .collect(),
         },
         Chart {
             file: "in-flight.svg",

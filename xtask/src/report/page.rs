@@ -301,9 +301,10 @@ fn tcp(page: &mut String, r: &Results, links: &Links<'_>) {
         "The payload rows echo one buffer back and forth: the raw ping-pongs \
          send the buffer they have just read into, and dinah's pooled `Echo` \
          sends the vector the previous echo returned (the floors charge no \
-         pool hop; the transport-alone row copies its frame each time).\n\n\
-         | payload, one echo in flight | raw, blocking | raw, polling | transport alone | dinah | dinah / faster raw |\n\
-         | --- | --- | --- | --- | --- | --- |\n",
+         pool hop; the transport-alone row copies its frame each time); \
+         `EchoF64` echoes the same bytes as a `Vec<f64>`.\n\n\
+         | payload, one echo in flight | raw, blocking | raw, polling | transport alone | dinah | dinah / faster raw | dinah, `Vec<f64>` | `Vec<f64>` / faster raw |\n\
+         | --- | --- | --- | --- | --- | --- | --- | --- |\n",
     );
     let mut sizes: Vec<u64> = r
         .times
@@ -317,19 +318,22 @@ fn tcp(page: &mut String, r: &Results, links: &Links<'_>) {
             .into_iter()
             .flatten()
             .reduce(f64::min);
-        let ratio = match (t("dinah"), floor) {
+        let ratio = |series: &str| match (t(series), floor) {
             (Some(d), Some(f)) => format!("{:.2}x", d / f),
             _ => "-".into(),
         };
         let cell = |series: &str| t(series).map_or_else(|| "-".into(), fmt_time);
         let _ = writeln!(
             page,
-            "| {} | {} | {} | {} | {} | {ratio} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
             fmt_bytes(size),
             cell("raw"),
             cell("raw_spin"),
             cell("transport"),
             cell("dinah"),
+            ratio("dinah"),
+            cell("dinah_f64"),
+            ratio("dinah_f64"),
         );
     }
     page.push('\n');
@@ -424,7 +428,7 @@ mod tests {
             assert!(page.contains(section), "{section}");
         }
         assert!(
-            page.contains("| 1 MiB | 1.00 ms | - | - | 2.00 ms | 2.00x |"),
+            page.contains("| 1 MiB | 1.00 ms | - | - | 2.00 ms | 2.00x | - | - |"),
             "{page}"
         );
         assert!(page.contains("plots/tcp-payload.svg"));
