@@ -31,7 +31,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use conformance::{Add, Block, Count, RankCtx, RankState, Sleep};
-use dinah::core::wire::HelloField;
+use dinah::core::wire::{HelloField, TailWidth};
 use dinah::core::{Fingerprint, ProtocolLimits, Rank};
 use dinah::mpi::mpi::topology::SimpleCommunicator;
 use dinah::mpi::mpi::traits::{Communicator, CommunicatorCollectives};
@@ -70,6 +70,10 @@ fn main() {
     mpi.step(
         "an_oversized_announcement_is_a_protocol_violation",
         an_oversized_announcement_is_a_protocol_violation,
+    );
+    mpi.step(
+        "a_tail_of_numbers_arrives_in_its_width_or_as_received",
+        a_tail_of_numbers_arrives_in_its_width_or_as_received,
     );
     mpi.step(
         "clean_shutdown_reports_all_zero",
@@ -621,6 +625,58 @@ fn an_oversized_announcement_is_a_protocol_violation(world: &SimpleCommunicator)
         );
         assert_eq!(handle.peer_status(one), PeerStatus::Down);
         println!("mpi_transport: rank 1 down for a protocol violation, nothing of it handed over");
+    }
+    world.barrier();
+    driver.close(Instant::now() + Duration::from_secs(1));
+}
+
+/// Rank 1 sends rank 0 two split frames whose tails are announced as
+/// eight-byte numbers: one whose tail is what it announced, which arrives
+/// kept in that width (on a little-endian machine), and one whose tail is
+/// half as long as announced, which arrives as the bytes received (so the
+/// runtime's length checks see what came). Either way nothing stays
+/// counted as retained once the frames are handed out.
+fn a_tail_of_numbers_arrives_in_its_width_or_as_received(world: &SimpleCommunicator) {
+    let (me, size) = rank_of(world);
+    if size < 2 {
+        return;
+    }
+    let (_handle, mut driver) = connect_bare(world, HandleConfig::default());
+    let w = driver.world();
+    let (zero, one) = (w.rank(0).unwrap(), w.rank(1).unwrap());
+    let head = pattern(1, 0, 200);
+    let whole = pattern(1, 1, 80_000);
+    let short = pattern(1, 2, 40_000);
+    if me == 1 {
+        for tail in [&whole, &short] {
+            let parts = (&head[..], &tail[..]);
+            driver.send_split_for_tests(zero, Channel::Action, parts, 80_000, TailWidth::Eight);
+        }
+    }
+    if me == 0 {
+        let mut frames = Vec::new();
+        poll_until(&mut driver, "both split frames", 64, |_, events| {
+            for event in events.drain(..) {
+                if let TransportEvent::Frame { from, frame, .. } = event {
+                    assert_eq!(from, one, "rank 0: only rank 1 sends");
+                    frames.push(frame);
+                }
+            }
+            frames.len() == 2
+        });
+        let kept = TailWidth::Eight.for_len(whole.len());
+        for (frame, tail, width) in [
+            (&frames[0], &whole, kept),
+            (&frames[1], &short, TailWidth::One),
+        ] {
+            assert_eq!(frame.head(), head, "rank 0: the head");
+            assert_eq!(frame.tail(), &tail[..], "rank 0: the tail as received");
+            assert_eq!(frame.tail_width(), width, "rank 0: the tail's width");
+        }
+        poll_until(&mut driver, "nothing retained", 64, |driver, _| {
+            driver.counts().retained_bytes == 0
+        });
+        println!("mpi_transport: a tail of numbers arrived in its width, a short one as received");
     }
     world.barrier();
     driver.close(Instant::now() + Duration::from_secs(1));

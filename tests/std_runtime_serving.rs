@@ -220,7 +220,7 @@ fn with_every_queue_saturated_every_call_ends_and_no_response_is_dropped() {
     // Whether a response ever finds the lane full depends on how the two
     // ranks' threads interleave: a run in which none did tested nothing
     // of the outbox, so it runs again (every run checks every call).
-    const RUNS: usize = 10;
+    const RUNS: usize = 50;
     let saturated = (0..RUNS).any(|_| saturate_every_queue());
     assert!(
         saturated,

@@ -59,6 +59,9 @@ struct Pending {
 struct TailReceive {
     request: TailRequest,
     done: Option<Tail>,
+    /// The bytes its buffer counted for when it was queued (a tail that
+    /// arrives shorter than announced may come back in a smaller one).
+    capacity: usize,
 }
 
 /// A tail's receive: into bytes, or into numbers of the tail's width.
@@ -117,11 +120,7 @@ impl Pending {
             .done
             .as_ref()
             .map_or(self.request.capacity(), Vec::capacity);
-        let tail = self.tail.as_ref().map_or(0, |tail| {
-            tail.done
-                .as_ref()
-                .map_or(tail.request.capacity(), Tail::capacity)
-        });
+        let tail = self.tail.as_ref().map_or(0, |tail| tail.capacity);
         head + tail
     }
 }
@@ -199,6 +198,7 @@ impl Receives {
             request,
             done,
             tail: tail.map(|request| TailReceive {
+                capacity: request.capacity(),
                 request,
                 done: None,
             }),
@@ -311,14 +311,16 @@ impl Receives {
                 index += 1;
                 continue;
             };
-            let tail = entry.tail.take().and_then(|tail| tail.done);
+            let tail = entry.tail.take();
+            let tail_capacity = tail.as_ref().map_or(0, |tail| tail.capacity);
+            let tail = tail.and_then(|tail| tail.done);
             if entry.unbatch == Unbatch::Start && (tail.is_some() || !(batched && is_batch(&bytes)))
             {
                 // One frame: handed out whole (or in its two parts),
                 // without a copy unless its buffer is the pool's.
                 let _ = queue.remove(index);
                 let tail = tail.unwrap_or_default();
-                self.bytes -= (bytes.capacity() + tail.capacity()) as u64;
+                self.bytes -= (bytes.capacity() + tail_capacity) as u64;
                 let head = if BufferPool::is_batch(&bytes) {
                     let head = BufferPool::copy(&bytes);
                     pool.give(bytes);

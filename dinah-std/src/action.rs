@@ -160,8 +160,10 @@ pub trait WireValue: Sized + Send + 'static {
 
     /// [`encode_owned`](Self::encode_owned) for a sequence of values: the
     /// same bytes as [`encode_slice`](Self::encode_slice), which the
-    /// default calls. `u8` overrides it to hand the vector's buffer over
-    /// ([`SegmentWriter::push_owned`]).
+    /// default calls. Every primitive integer and float overrides it to
+    /// hand the vector's buffer over as a frame's detached tail (see
+    /// [`Tail`](crate::transport::Tail); bytes through
+    /// [`SegmentWriter::push_owned`]).
     ///
     /// # Errors
     ///

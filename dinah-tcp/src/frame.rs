@@ -416,7 +416,8 @@ impl Room<'_> {
 enum Detached {
     /// Bytes, appended to a buffer with room for all of them.
     Bytes(Vec<u8>),
-    /// Numbers, written into a zeroed buffer of their width.
+    /// Numbers, written over a buffer of their width (a spare one's old
+    /// numbers, or zeros).
     Numbers {
         /// The buffer, its final length already.
         tail: Tail,

@@ -465,7 +465,10 @@ fn miri(lane: &LaneRun) -> Result<()> {
     // libc calls, and dinah-tcp's its socket reads and its registrations
     // with the poller, all of which Miri cannot execute.) Also the batch results, which free their
     // failures by hand (safe code, but Miri's leak check proves each one
-    // is freed once).
+    // is freed once). And a frame's tail of numbers (`transport::tail`),
+    // cast between vectors of one layout by bytemuck's `unsafe`, the
+    // packed numbers read into new vectors (`action::packed`) and the
+    // spare buffers that keep tails of numbers (`transport::frame_buffers`).
     // dinah-std's unit tests whose names start with one of `filters`.
     let std_unit_tests = |filters: &[&str]| {
         let args: Vec<&str> = ["--package", "dinah-std", "--lib", "--"]
@@ -475,7 +478,14 @@ fn miri(lane: &LaneRun) -> Result<()> {
             .collect();
         miri_test(&args)
     };
-    std_unit_tests(&["scheduler::", "domain::batch_results::"]).run()?;
+    std_unit_tests(&[
+        "scheduler::",
+        "domain::batch_results::",
+        "transport::tail::",
+        "transport::frame_buffers::",
+        "action::packed::",
+    ])
+    .run()?;
     // The other: the uninitialised result slots of domain batches, which
     // `batch_drive`'s unit tests fill through real domains, on the caller
     // and on Rayon workers, and the helper jobs that borrow the batch

@@ -1,5 +1,5 @@
 //! Every rejection of the protocol's table (`docs/protocol.md`,
-//! "Rejections", rows 1 to 29), each from bytes a peer could send: the
+//! "Rejections", rows 1 to 31), each from bytes a peer could send: the
 //! first failure is the one returned, with the same error on this target
 //! as on the host.
 
@@ -16,6 +16,7 @@ use crate::report::check;
 mod at {
     pub const VERSION: usize = 4;
     pub const KIND: usize = 6;
+    pub const TAIL_WIDTH: usize = 7;
     pub const ORIGIN: usize = 8;
     pub const PAYLOAD_LEN: usize = 12;
     pub const SEGMENTS: usize = 16;
@@ -83,7 +84,7 @@ fn request_frame(segments: &[&[u8]], out: &mut [u8]) -> usize {
 pub fn run() {
     use Channel::{Action, Control};
     use ProtocolError as E;
-    let rows: [(&str, bool); 24] = [
+    let rows: [(&str, bool); 26] = [
         (
             "1 short header",
             matches!(decode(&request()[..79], Action), Err(E::ShortHeader { .. })),
@@ -132,39 +133,46 @@ pub fn run() {
             ),
         ),
         (
-            "8 kind on the wrong channel",
+            "8 tail width naming none",
+            matches!(
+                decode(&patch(request(), at::TAIL_WIDTH, [5]), Action),
+                Err(E::InvalidTailWidth { code: 5 })
+            ),
+        ),
+        (
+            "9 kind on the wrong channel",
             matches!(decode(&request(), Control), Err(E::ChannelMismatch { .. })),
         ),
         (
-            "9 origin outside the world",
+            "10 origin outside the world",
             matches!(
                 decode(&patch(request(), at::ORIGIN, 9u32.to_le_bytes()), Action),
                 Err(E::OriginOutOfWorld { .. })
             ),
         ),
         (
-            "10 another origin",
+            "11 another origin",
             matches!(
                 decode(&patch(request(), at::ORIGIN, 2u32.to_le_bytes()), Action),
                 Err(E::OriginMismatch { .. })
             ),
         ),
         (
-            "11 zero request id",
+            "12 zero request id",
             matches!(
                 decode(&patch(request(), at::REQUEST, [0u8; 8]), Action),
                 Err(E::ZeroId { .. })
             ),
         ),
         (
-            "12 zero deadline",
+            "13 zero deadline",
             matches!(
                 decode(&patch(request(), at::DEADLINE, [0u8; 8]), Action),
                 Err(E::ZeroDeadline)
             ),
         ),
         (
-            "13 deadline in a result",
+            "14 deadline in a result",
             matches!(
                 decode(&patch(result(), at::DEADLINE, 1u64.to_le_bytes()), Action),
                 Err(E::UnexpectedField {
@@ -174,7 +182,7 @@ pub fn run() {
             ),
         ),
         (
-            "14 trace in a goodbye",
+            "15 trace in a goodbye",
             matches!(
                 decode(&patch(goodbye(), at::TRACE, 1u64.to_le_bytes()), Control),
                 Err(E::UnexpectedField {
@@ -184,7 +192,7 @@ pub fn run() {
             ),
         ),
         (
-            "15 error code outside an error",
+            "16 error code outside an error",
             matches!(
                 decode(
                     &patch(request(), at::ERROR_CODE, 1u16.to_le_bytes()),
@@ -197,7 +205,7 @@ pub fn run() {
             ),
         ),
         (
-            "16 unknown error code",
+            "17 unknown error code",
             matches!(
                 decode(
                     &patch(
@@ -211,7 +219,7 @@ pub fn run() {
             ),
         ),
         (
-            "17 frames sent outside a goodbye",
+            "18 frames sent outside a goodbye",
             matches!(
                 decode(
                     &patch(request(), at::FRAMES_SENT, 1u64.to_le_bytes()),
@@ -224,21 +232,21 @@ pub fn run() {
             ),
         ),
         (
-            "18 payload in a cancel",
+            "19 payload in a cancel",
             matches!(
                 decode(&patch(cancel(), at::SEGMENTS, 1u16.to_le_bytes()), Control),
                 Err(E::UnexpectedPayload { .. })
             ),
         ),
         (
-            "19 error without one segment",
+            "20 error without one segment",
             matches!(
                 decode(&patch(error(), at::SEGMENTS, 2u16.to_le_bytes()), Action),
                 Err(E::ErrorSegmentCount { count: 2 })
             ),
         ),
         (
-            "20 too many segments",
+            "21 too many segments",
             matches!(
                 decode(
                     &patch(request(), at::SEGMENTS, u16::MAX.to_le_bytes()),
@@ -248,7 +256,7 @@ pub fn run() {
             ),
         ),
         (
-            "21 error text too long",
+            "22 error text too long",
             matches!(
                 decode(
                     &patch(error(), at::PAYLOAD_LEN, 1_000_000u32.to_le_bytes()),
@@ -258,7 +266,7 @@ pub fn run() {
             ),
         ),
         (
-            "22 frame too large",
+            "23 frame too large",
             matches!(
                 decode(
                     &patch(request(), at::PAYLOAD_LEN, u32::MAX.to_le_bytes()),
@@ -268,13 +276,20 @@ pub fn run() {
             ),
         ),
         (
-            "23 payload with no segments",
+            "24 payload with no segments",
             matches!(
                 decode(&patch(request(), at::SEGMENTS, 0u16.to_le_bytes()), Action),
                 Err(E::LengthMismatch { sum: 0, .. })
             ),
         ),
-        ("24 segment too large", segment_too_large()),
+        (
+            "25 tail width on a cancel",
+            matches!(
+                decode(&patch(cancel(), at::TAIL_WIDTH, [3]), Control),
+                Err(E::InvalidTailWidth { code: 3 })
+            ),
+        ),
+        ("26 segment too large", segment_too_large()),
     ];
     for (row, ok) in rows {
         check(format_args!("rejection {row}"), ok);
@@ -282,7 +297,7 @@ pub fn run() {
     frames();
 }
 
-/// Row 24: a 5,000-byte segment where at most 4,096 (the smallest limit
+/// Row 26: a 5,000-byte segment where at most 4,096 (the smallest limit
 /// a hello may carry) are allowed.
 fn segment_too_large() -> bool {
     let big = [7u8; 5_000];
@@ -296,7 +311,7 @@ fn segment_too_large() -> bool {
     )
 }
 
-/// Rows 25 to 29: what only the whole frame, or the stream, shows.
+/// Rows 27 to 31: what only the whole frame, or the stream, shows.
 fn frames() {
     use ProtocolError as E;
     let mut frame = [0u8; 128];
@@ -306,21 +321,21 @@ fn frames() {
     let mut short_sum = frame;
     short_sum[HEADER_LEN..HEADER_LEN + 4].copy_from_slice(&3u32.to_le_bytes());
     check(
-        "rejection 25 lengths that do not add up",
+        "rejection 27 lengths that do not add up",
         matches!(
             decode_frame(&short_sum[..len], &action),
             Err(E::LengthMismatch { .. })
         ),
     );
     check(
-        "rejection 26 a frame cut short",
+        "rejection 28 a frame cut short",
         matches!(
             decode_frame(&frame[..len - 1], &action),
             Err(E::Truncated { .. })
         ),
     );
     check(
-        "rejection 27 bytes after the frame",
+        "rejection 29 bytes after the frame",
         matches!(
             decode_frame(&frame[..len + 1], &action),
             Err(E::TrailingBytes { .. })
@@ -340,7 +355,7 @@ fn frames() {
     let text_len = encode_frame(&error, &[b"oops"], &mut text).expect("fits");
     text[text_len - 1] = 0xff;
     check(
-        "rejection 28 error text not UTF-8",
+        "rejection 30 error text not UTF-8",
         matches!(
             decode_frame(&text[..text_len], &action),
             Err(E::ErrorTextNotUtf8 { valid_up_to: 3 })
@@ -359,7 +374,7 @@ fn frames() {
         }
     }
     check(
-        "rejection 29 a stream closed inside a frame",
+        "rejection 31 a stream closed inside a frame",
         fed && matches!(stream.finish(), Err(E::Truncated { .. })),
     );
 }

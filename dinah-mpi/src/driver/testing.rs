@@ -32,6 +32,32 @@ impl MpiDriver {
             .send_with_tag(&message[..], Stream::of(channel).tag());
     }
 
+    /// Sends `to` on `channel`'s lane the announcement of a split frame of
+    /// `head` and a tail of `announced` bytes of `width`, then `head` and
+    /// `tail` on the lane's large tag, blocking: a sender whose tail is not
+    /// what it announced.
+    ///
+    /// # Panics
+    ///
+    /// If `to` is not a rank of the world.
+    #[doc(hidden)]
+    pub fn send_split_for_tests(
+        &self,
+        to: Rank,
+        channel: Channel,
+        (head, tail): (&[u8], &[u8]),
+        announced: usize,
+        width: dinah_core::wire::TailWidth,
+    ) {
+        let announcement = large::split_announcement(head.len(), announced, width);
+        let dest = i32::try_from(to.get()).expect("a rank of the world");
+        let process = self.comm.get().process_at_rank(dest);
+        let stream = Stream::of(channel);
+        process.send_with_tag(&announcement[..], stream.tag());
+        process.send_with_tag(head, stream.large().tag());
+        process.send_with_tag(tail, stream.large().tag());
+    }
+
     /// How many messages this driver took from peers that broke the
     /// protocol and dropped unread.
     #[doc(hidden)]

@@ -44,11 +44,17 @@ pub(super) fn decode<T: TailNumber>(segment: &[u8], index: usize) -> Result<Vec<
             actual: segment.len(),
         });
     }
+    if NATIVE_IS_WIRE {
+        // One copy: straight from the segment where it is aligned for `T`
+        // (always for bytes), else into a zeroed vector.
+        return Ok(match bytemuck::try_cast_slice::<u8, T>(segment) {
+            Ok(items) => items.to_vec(),
+            Err(_) => bytemuck::allocation::pod_collect_to_vec(segment),
+        });
+    }
     let mut items: Vec<T> = bytemuck::allocation::pod_collect_to_vec(segment);
-    if !NATIVE_IS_WIRE {
-        for item in &mut items {
-            bytemuck::bytes_of_mut(item).reverse();
-        }
+    for item in &mut items {
+        bytemuck::bytes_of_mut(item).reverse();
     }
     Ok(items)
 }
@@ -67,6 +73,23 @@ mod tests {
         let mut input = SegmentReader::from_writer(&out);
         let segment = input.next_segment().expect("one segment");
         assert_eq!(decode::<u32>(segment, 0), Ok(vec![1, 0x0102_0304]));
+    }
+
+    #[test]
+    fn a_segment_reads_the_same_wherever_it_starts() {
+        let bytes: Vec<u8> = (0..=40).collect();
+        let expected = |start: usize| -> Vec<u64> {
+            bytes[start..start + 32]
+                .chunks_exact(8)
+                .map(|b| u64::from_le_bytes(b.try_into().unwrap()))
+                .collect()
+        };
+        // Every offset: some aligned for a `u64`, most not.
+        for start in 0..8 {
+            let segment = &bytes[start..start + 32];
+            assert_eq!(decode::<u64>(segment, 0), Ok(expected(start)), "at {start}");
+        }
+        assert_eq!(decode::<u8>(&bytes[3..7], 0), Ok(vec![3, 4, 5, 6]));
     }
 
     #[test]

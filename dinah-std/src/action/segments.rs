@@ -5,7 +5,7 @@ use std::fmt;
 use dinah_core::wire::{Segments, SplitFrameRef};
 
 use super::{CodecError, packed};
-use crate::transport::{Tail, TailNumber};
+use crate::transport::{Tail, TailNumber, TailWidth};
 
 /// Collects the payload segments a [`WireValue`](super::WireValue) encodes
 /// into: one contiguous buffer plus the segment boundaries, so a frame is
@@ -146,7 +146,8 @@ impl SegmentWriter {
     /// copied otherwise.
     pub(crate) fn push_numbers<T: TailNumber>(&mut self, items: Vec<T>) {
         let len = size_of_val(items.as_slice());
-        if self.depth > 0 || len < DETACH_FROM || !packed::NATIVE_IS_WIRE {
+        let converted = !packed::NATIVE_IS_WIRE && T::WIDTH != TailWidth::One;
+        if self.depth > 0 || len < DETACH_FROM || converted {
             packed::encode_slice(&items, self);
             return;
         }
@@ -204,7 +205,7 @@ impl SegmentWriter {
     }
 
     /// The width of the numbers the detached last segment is kept as.
-    pub(crate) fn tail_width(&self) -> crate::transport::TailWidth {
+    pub(crate) fn tail_width(&self) -> TailWidth {
         self.tail.width()
     }
 
@@ -459,8 +460,9 @@ impl<'a> SegmentReader<'a> {
     }
 
     /// The next segment as an owned buffer: a received frame's detached
-    /// last segment is handed over without a copy (its buffer becomes the
-    /// value), any other segment is copied.
+    /// last segment kept as bytes is handed over without a copy (its
+    /// buffer becomes the value), any other segment (or a tail kept as
+    /// wider numbers) is copied.
     ///
     /// # Errors
     ///

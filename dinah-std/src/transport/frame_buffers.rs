@@ -31,7 +31,8 @@
 //!   whole, see [`Tail`]) is kept among the large buffers too once sent
 //!   ([`give_tail`]), and [`take_numbers`] hands it out again to receive a
 //!   tail of numbers of its width: its bytes are overwritten, not zeroed
-//!   first, since they hold numbers already.
+//!   first, since they hold numbers already. When the bounds are reached,
+//!   a buffer of another width makes room for the one given back.
 //! - **Bounded.** A thread keeps at most [`CLASS_KEEP_BUFFERS`] buffers
 //!   and [`CLASS_KEEP_BYTES`] of capacity per class (384 KiB over all six
 //!   classes, a buffer counting at most twice its class), and the large
@@ -42,8 +43,9 @@
 //!   not a class size serves the class below it, and one too small or too
 //!   large for every class is freed.
 //!
-//! No `unsafe`: a reused buffer is cleared and written from its start,
-//! like a fresh one. Nothing else runs while a thread's spares are
+//! No `unsafe`: a reused byte buffer is cleared and written from its
+//! start, like a fresh one; a reused buffer of numbers holds its old
+//! numbers until they are overwritten. Nothing else runs while a thread's spares are
 //! borrowed, so the borrow is never re-entered.
 //!
 //! # Examples
@@ -116,14 +118,27 @@ impl Spare {
         Some(self.large.swap_remove(at))
     }
 
-    /// Keeps `buffer` (past the classes) if the bounds allow.
+    /// Keeps `buffer` (past the classes) if the bounds allow, making room
+    /// by freeing kept buffers of other widths first (oldest first): a
+    /// thread that sends numbers and receives bytes, or the other way
+    /// round, keeps what it will reuse.
     fn keep_large(&mut self, buffer: Tail) {
-        let kept: usize = self.large.iter().map(Tail::capacity).sum();
-        if self.large.len() < LARGE_KEEP_BUFFERS
-            && kept.saturating_add(buffer.capacity()) <= LARGE_KEEP_BYTES
-        {
-            self.large.push(buffer);
+        let fits = |large: &[Tail]| {
+            let kept: usize = large.iter().map(Tail::capacity).sum();
+            large.len() < LARGE_KEEP_BUFFERS
+                && kept.saturating_add(buffer.capacity()) <= LARGE_KEEP_BYTES
+        };
+        while !fits(&self.large) {
+            let Some(other) = self
+                .large
+                .iter()
+                .position(|kept| kept.width() != buffer.width())
+            else {
+                return;
+            };
+            drop(self.large.remove(other));
         }
+        self.large.push(buffer);
     }
 }
 
