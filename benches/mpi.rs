@@ -38,6 +38,10 @@ use dinah::mpi::mpi::traits::{Communicator, CommunicatorCollectives, Destination
 use dinah::mpi::mpi::{self, Threading};
 use dinah::std::{Action, CodecError, Runtime, SegmentReader, SegmentWriter, WireValue, schema_id};
 
+#[path = "support/echo.rs"]
+mod echo;
+use echo::{Echo, EchoF64};
+
 /// An action that does nothing: the round trip is all overhead.
 struct Noop;
 
@@ -73,52 +77,6 @@ impl WireValue for NoopInline {
 impl Action for NoopInline {
     const ID: u128 = 0xbe4c_0004;
     type Output = ();
-}
-
-/// Sends its payload back.
-struct Echo(Vec<u8>);
-
-impl WireValue for Echo {
-    const SCHEMA_ID: u64 = schema_id("bench.Echo/1");
-    fn encode(&self, out: &mut SegmentWriter) -> Result<(), CodecError> {
-        self.0.encode(out)
-    }
-    // Consumed when it is sent: its buffer travels as it is (a large
-    // payload in a split frame, see `SegmentWriter::push_owned`).
-    fn encode_owned(self, out: &mut SegmentWriter) -> Result<(), CodecError> {
-        self.0.encode_owned(out)
-    }
-    fn decode(input: &mut SegmentReader<'_>) -> Result<Self, CodecError> {
-        Vec::<u8>::decode(input).map(Echo)
-    }
-}
-
-impl Action for Echo {
-    const ID: u128 = 0xbe4c_0002;
-    type Output = Vec<u8>;
-}
-
-/// Sends its numbers back: the same bytes as [`Echo`], as the `f64`s an
-/// HPC code sends. Handed over whole, the vector travels in its own
-/// allocation both ways (see `dinah_std::transport::Tail`).
-struct EchoF64(Vec<f64>);
-
-impl WireValue for EchoF64 {
-    const SCHEMA_ID: u64 = schema_id("bench.EchoF64/1");
-    fn encode(&self, out: &mut SegmentWriter) -> Result<(), CodecError> {
-        self.0.encode(out)
-    }
-    fn encode_owned(self, out: &mut SegmentWriter) -> Result<(), CodecError> {
-        self.0.encode_owned(out)
-    }
-    fn decode(input: &mut SegmentReader<'_>) -> Result<Self, CodecError> {
-        Vec::<f64>::decode(input).map(EchoF64)
-    }
-}
-
-impl Action for EchoF64 {
-    const ID: u128 = 0xbe4c_0005;
-    type Output = Vec<f64>;
 }
 
 /// Tells a serving rank to stop.

@@ -38,60 +38,18 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group};
 use dinah_core::wire::{Call, Channel, Message, RelativeDeadline};
 use dinah_core::{ActionId, DomainId, ProtocolLimits, Rank, RequestId, RuntimeLimits, WorldSize};
 use dinah_std::transport::{TransportDriver, TransportEvent, TransportHandle, frame_buffers};
-use dinah_std::{Action, CodecError, Runtime, SegmentReader, SegmentWriter, WireValue, schema_id};
+use dinah_std::{Action, Runtime};
 use dinah_tcp::{Membership, TcpTransport};
 
+#[path = "support/echo.rs"]
+mod echo;
 #[path = "support/noop.rs"]
 mod noop;
 #[path = "support/raw_tcp.rs"]
 mod raw_tcp;
+use echo::{Echo, EchoF64};
 use noop::{Noop, raw_frame};
 use raw_tcp::{RawPingPong, RawPipelined, SpinPingPong};
-
-/// Sends its payload back. Consumed when it is sent, its buffer travels
-/// as it is (a large payload in a split frame, see `SegmentWriter::push_owned`).
-struct Echo(Vec<u8>);
-
-impl WireValue for Echo {
-    const SCHEMA_ID: u64 = schema_id("bench.Echo/1");
-    fn encode(&self, out: &mut SegmentWriter) -> Result<(), CodecError> {
-        self.0.encode(out)
-    }
-    fn encode_owned(self, out: &mut SegmentWriter) -> Result<(), CodecError> {
-        self.0.encode_owned(out)
-    }
-    fn decode(input: &mut SegmentReader<'_>) -> Result<Self, CodecError> {
-        Vec::<u8>::decode(input).map(Echo)
-    }
-}
-
-impl Action for Echo {
-    const ID: u128 = 0xbe_0002;
-    type Output = Vec<u8>;
-}
-
-/// Sends its numbers back: [`Echo`]'s bytes as the `f64`s an HPC code
-/// sends, in their own allocation both ways (see
-/// `dinah_std::transport::Tail`).
-struct EchoF64(Vec<f64>);
-
-impl WireValue for EchoF64 {
-    const SCHEMA_ID: u64 = schema_id("bench.EchoF64/1");
-    fn encode(&self, out: &mut SegmentWriter) -> Result<(), CodecError> {
-        self.0.encode(out)
-    }
-    fn encode_owned(self, out: &mut SegmentWriter) -> Result<(), CodecError> {
-        self.0.encode_owned(out)
-    }
-    fn decode(input: &mut SegmentReader<'_>) -> Result<Self, CodecError> {
-        Vec::<f64>::decode(input).map(EchoF64)
-    }
-}
-
-impl Action for EchoF64 {
-    const ID: u128 = 0xbe_0003;
-    type Output = Vec<f64>;
-}
 
 fn cfg() -> dinah_tcp::TcpConfig {
     dinah_tcp::TcpConfig::default()

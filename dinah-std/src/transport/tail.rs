@@ -136,24 +136,15 @@ impl Tail {
     ///
     /// The tail itself if it is kept in another width.
     pub fn into_numbers<T: TailNumber>(self) -> Result<Vec<T>, Self> {
-        let back = |words| Self(words);
+        if self.width() != T::WIDTH {
+            return Err(self);
+        }
         match self.0 {
-            Words::One(items) if T::WIDTH == TailWidth::One => {
-                cast(items).map_err(|items| back(Words::One(items)))
-            }
-            Words::Two(items) if T::WIDTH == TailWidth::Two => {
-                cast(items).map_err(|items| back(Words::Two(items)))
-            }
-            Words::Four(items) if T::WIDTH == TailWidth::Four => {
-                cast(items).map_err(|items| back(Words::Four(items)))
-            }
-            Words::Eight(items) if T::WIDTH == TailWidth::Eight => {
-                cast(items).map_err(|items| back(Words::Eight(items)))
-            }
-            Words::Sixteen(items) if T::WIDTH == TailWidth::Sixteen => {
-                cast(items).map_err(|items| back(Words::Sixteen(items)))
-            }
-            words => Err(back(words)),
+            Words::One(items) => cast(items).map_err(|items| Self(Words::One(items))),
+            Words::Two(items) => cast(items).map_err(|items| Self(Words::Two(items))),
+            Words::Four(items) => cast(items).map_err(|items| Self(Words::Four(items))),
+            Words::Eight(items) => cast(items).map_err(|items| Self(Words::Eight(items))),
+            Words::Sixteen(items) => cast(items).map_err(|items| Self(Words::Sixteen(items))),
         }
     }
 
