@@ -689,7 +689,11 @@ fn set_up_fails_when_a_lower_rank_refuses_connections() {
 /// Ranks 0 and 1 of a world of two, each past its `PeerUp` (events
 /// cleared).
 fn settled_pair() -> (Node, Node) {
-    let mut nodes = connect(2, TcpConfig::default(), roomy());
+    settled_pair_with(TcpConfig::default())
+}
+
+fn settled_pair_with(config: TcpConfig) -> (Node, Node) {
+    let mut nodes = connect(2, config, roomy());
     pump(&mut nodes, "the peers", |nodes| {
         nodes.iter().all(|n| !n.events.is_empty())
     });
@@ -745,12 +749,44 @@ fn a_parked_owner_is_woken_when_its_peer_sends() {
     assert_eq!(got, (zero, Channel::Control, 9));
 }
 
+/// An owner spinning in its idle wait catches an arrival whichever way it
+/// looks: reading its two sockets itself (two ranks and the default
+/// configuration) or asking the readiness set (`spin_read_connections`
+/// 0); the next poll hands the frame over, on either lane.
+#[test]
+fn a_spinning_owner_catches_an_arrival_either_way_it_looks() {
+    for reads in [TcpConfig::DEFAULT.spin_read_connections, 0] {
+        for channel in [Channel::Control, Channel::Action] {
+            let config = TcpConfig::default().with_spin_read_connections(reads);
+            let (sender, mut receiver) = settled_pair_with(config);
+            let zero = sender.rank();
+            let frame = match channel {
+                Channel::Control => cancel(zero, 5),
+                Channel::Action => request(zero, 5, 16),
+            };
+            let (_sender, got) = caught_by(&mut receiver, PATIENCE * 2, sender, channel, frame);
+            assert_eq!(got, (zero, channel, 5), "reading up to {reads} sockets");
+        }
+    }
+}
+
 /// Parks `receiver` (no spin, and a wait far longer than the test allows)
 /// while `sender`, on another thread, sends it `frame` on `channel` 50 ms
 /// later: only the receiver's watcher can end the wait early. Returns the
 /// sender and the frame's origin, lane and sequence number.
 fn woken_by(
     receiver: &mut Node,
+    sender: Node,
+    channel: Channel,
+    frame: Vec<u8>,
+) -> (Node, (Rank, Channel, u64)) {
+    caught_by(receiver, Duration::ZERO, sender, channel, frame)
+}
+
+/// As [`woken_by`], with the receiver spinning for `spin` before it parks.
+fn caught_by(
+    receiver: &mut Node,
+    spin: Duration,
     mut sender: Node,
     channel: Channel,
     frame: Vec<u8>,
@@ -764,10 +800,10 @@ fn woken_by(
     });
     assert!(receiver.handle.wakeup().bind_current());
     let start = Instant::now();
-    receiver.driver.idle_wait(Duration::ZERO, PATIENCE * 2);
+    receiver.driver.idle_wait(spin, PATIENCE * 2);
     assert!(
         start.elapsed() < PATIENCE,
-        "the watcher never woke the owner"
+        "neither the spin nor the watcher ended the wait"
     );
     let sender = send.join().unwrap();
     let start = Instant::now();

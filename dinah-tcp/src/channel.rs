@@ -37,6 +37,24 @@ pub(crate) enum RoomWatch {
     Unwatched,
 }
 
+/// What the owner's last idle look at a socket found that its next read
+/// acts on (see [`Connection::look`]).
+#[derive(Debug, Default)]
+enum Looked {
+    /// Nothing to act on: the next read asks the socket as usual.
+    #[default]
+    Nothing,
+    /// The look read everything the socket held into the read buffer: the
+    /// next read hands it over without another `recv`.
+    Drained,
+    /// The look found the socket empty: the next read does not ask again
+    /// (what arrives meanwhile is read by the poll after it).
+    Empty,
+    /// The look received the connection's error, which the socket reports
+    /// only once: the next read ends the stream with it.
+    Failed(io::Error),
+}
+
 /// The owner's side of one connection.
 #[derive(Debug)]
 pub(crate) struct Connection {
@@ -70,6 +88,8 @@ pub(crate) struct Connection {
     /// The last write found the socket's buffer full (set through
     /// [`set_blocked`](Self::set_blocked)).
     blocked: bool,
+    /// What the last idle look found, for the next read.
+    looked: Looked,
 }
 
 impl Connection {
@@ -112,6 +132,7 @@ impl Connection {
             goodbye_queued: false,
             write_closed: false,
             blocked: false,
+            looked: Looked::Nothing,
         })
     }
 
@@ -129,9 +150,16 @@ impl Connection {
         if self.ended || max == 0 {
             return false;
         }
+        let mut drained = false;
+        match std::mem::take(&mut self.looked) {
+            Looked::Nothing => {}
+            Looked::Drained => drained = true,
+            Looked::Empty if self.at == self.len => return false,
+            Looked::Empty => {}
+            Looked::Failed(error) => return self.end(items, failed(self.peer, error)),
+        }
         let taken = Cell::new(0);
         let mut progress = false;
-        let mut drained = false;
         loop {
             let mut sink = |event: ReadEvent| {
                 items.push(match event {
@@ -195,15 +223,53 @@ impl Connection {
                 }
                 Ok(_) => progress = true,
                 Err(error) if error.kind() == io::ErrorKind::WouldBlock => return progress,
-                Err(error) => {
-                    let end = End::Down {
-                        reason: down_reason(&error),
-                        error: TransportError::io(Some(self.peer), IoOp::Read, error),
-                    };
-                    return self.end(items, end);
-                }
+                Err(error) => return self.end(items, failed(self.peer, error)),
             }
         }
+    }
+
+    /// One look of the owner's idle spin: whether this connection has
+    /// something for the next read (bytes, its end, or its error), asked
+    /// of the socket itself without blocking.
+    ///
+    /// The look is a real `recv` into the empty read buffer, so an arrival
+    /// it finds is not asked for again: the next [`read`](Self::read)
+    /// hands it over. While a large payload is read straight into its
+    /// frame, the look only peeks, leaving the bytes for that read. A look
+    /// reads nothing while bytes read earlier wait in the buffer (it
+    /// answers yes), so the buffer's bound holds.
+    pub(crate) fn look(&mut self) -> bool {
+        if self.ended {
+            return false;
+        }
+        if self.at < self.len || matches!(self.looked, Looked::Failed(_)) {
+            return true;
+        }
+        let stream = self.registration.stream();
+        let found = if self.reader.payload_left() >= self.buf.len() {
+            socket::peek_nonblocking(stream).map(|_| Looked::Nothing)
+        } else {
+            socket::recv_nonblocking(stream, &mut self.buf).map(|read| {
+                self.at = 0;
+                self.len = read;
+                if read > 0 && read < self.buf.len() {
+                    Looked::Drained
+                } else {
+                    // A full buffer may have left bytes in the socket, and
+                    // the end of the stream is seen again by the read.
+                    Looked::Nothing
+                }
+            })
+        };
+        self.looked = match found {
+            Ok(looked) => looked,
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                self.looked = Looked::Empty;
+                return false;
+            }
+            Err(error) => Looked::Failed(error),
+        };
+        true
     }
 
     /// The stream ended: nothing more is read (the socket leaves the
@@ -281,6 +347,14 @@ impl Drop for Connection {
 }
 
 /// What a failed read means for the peer.
+/// The end of a stream whose socket failed with `error`.
+fn failed(peer: Rank, error: io::Error) -> End {
+    End::Down {
+        reason: down_reason(&error),
+        error: TransportError::io(Some(peer), IoOp::Read, error),
+    }
+}
+
 pub(crate) fn down_reason(error: &io::Error) -> DownReason {
     match error.kind() {
         io::ErrorKind::TimedOut => DownReason::Timeout,
@@ -405,5 +479,98 @@ mod tests {
         assert_eq!(heartbeats(&items), 2);
         assert!(!watcher.any_ready());
         assert!(!conn.read(16, &mut items));
+    }
+
+    /// An idle look reads what arrived; the next read hands it over without
+    /// asking the socket again, and after a look that found nothing the
+    /// next read does not ask either. A look never reads while bytes wait
+    /// in the buffer.
+    #[test]
+    fn a_look_reads_ahead_and_the_next_read_hands_it_over() {
+        let world = WorldSize::new(2).unwrap();
+        let peer = world.rank(1).unwrap();
+        let wakeup = Wakeup::new();
+        assert!(wakeup.bind_current());
+        let watcher = Watcher::start(Rank::ZERO, wakeup).unwrap();
+        let (client, mut server) = crate::socket::loopback_pair();
+        let ctx =
+            DecodeContext::new(Channel::Control, peer, world, ProtocolLimits::DEFAULT).unwrap();
+        let mut conn = Connection::start(client, ctx, &TcpConfig::default(), &watcher).unwrap();
+        let heartbeat = Header::without_payload(peer, Message::Heartbeat)
+            .unwrap()
+            .encode();
+
+        assert!(!conn.look(), "nothing was sent");
+        assert!(matches!(conn.looked, Looked::Empty));
+        let mut items = Vec::new();
+        assert!(!conn.read(16, &mut items));
+
+        server.write_all(&[heartbeat, heartbeat].concat()).unwrap();
+        let begin = Instant::now();
+        while !conn.look() {
+            assert!(
+                begin.elapsed() < Duration::from_secs(10),
+                "the bytes never showed"
+            );
+        }
+        assert_eq!(conn.retained_bytes(), 2 * heartbeat.len() as u64);
+        assert!(matches!(conn.looked, Looked::Drained));
+        // More bytes now wait in the socket; the look does not take them
+        // while the buffer holds the first ones.
+        server.write_all(&heartbeat).unwrap();
+        assert!(conn.look());
+        assert_eq!(conn.retained_bytes(), 2 * heartbeat.len() as u64);
+        // The read hands over what the look read, and stops there.
+        assert!(conn.read(16, &mut items));
+        assert_eq!(items.len(), 2);
+        assert!(items.iter().all(|item| matches!(item, Inbound::Heartbeat)));
+        // The next read asks the socket again and finds the third.
+        let begin = Instant::now();
+        while items.len() < 3 {
+            assert!(begin.elapsed() < Duration::from_secs(10), "lost a frame");
+            let _ = conn.read(16, &mut items);
+        }
+        assert!(matches!(items[2], Inbound::Heartbeat));
+    }
+
+    /// A connection error that a look receives is reported by the next
+    /// read, although the socket reports it only once.
+    #[test]
+    fn an_error_a_look_receives_ends_the_stream_at_the_next_read() {
+        let world = WorldSize::new(2).unwrap();
+        let peer = world.rank(1).unwrap();
+        let wakeup = Wakeup::new();
+        assert!(wakeup.bind_current());
+        let watcher = Watcher::start(Rank::ZERO, wakeup).unwrap();
+        let (client, server) = crate::socket::loopback_pair();
+        let ctx =
+            DecodeContext::new(Channel::Action, peer, world, ProtocolLimits::DEFAULT).unwrap();
+        let mut conn = Connection::start(client, ctx, &TcpConfig::default(), &watcher).unwrap();
+        // Closing with a zero linger resets the connection.
+        socket2::SockRef::from(&server)
+            .set_linger(Some(Duration::ZERO))
+            .unwrap();
+        drop(server);
+        let begin = Instant::now();
+        while !conn.look() {
+            assert!(
+                begin.elapsed() < Duration::from_secs(10),
+                "the reset never showed"
+            );
+        }
+        assert!(
+            matches!(conn.looked, Looked::Failed(_)),
+            "{:?}",
+            conn.looked
+        );
+        assert!(conn.look(), "a failed look stays found until read");
+        let mut items = Vec::new();
+        assert!(conn.read(16, &mut items));
+        match items.as_slice() {
+            [Inbound::End(End::Down { reason, .. })] => assert_eq!(*reason, DownReason::Reset),
+            other => panic!("{other:?}"),
+        }
+        assert!(conn.ended);
+        assert!(!conn.look());
     }
 }

@@ -92,6 +92,15 @@ pub struct TcpConfig {
     /// its peers: run such a runtime on a thread of its own, or raise
     /// this (see `Liveness` in `dinah-std`).
     pub liveness_timeout: Option<Duration>,
+    /// Up to how many live connections the owner's idle spin reads each
+    /// socket itself (default 4: two peers, two connections each); with
+    /// more, it asks the readiness set that holds them all. A look that
+    /// reads finds an arrival and takes it in one system call, and the
+    /// next poll hands it over; asking the set costs one call whatever
+    /// the number of peers, but a second call, the read, follows each
+    /// arrival, which lengthens every round trip (`docs/tcp.md` has the
+    /// measurement). 0 always asks the set.
+    pub spin_read_connections: usize,
 }
 
 impl TcpConfig {
@@ -110,6 +119,7 @@ impl TcpConfig {
         keepalive: Some(Duration::from_secs(30)),
         blocked_write_retry: Duration::from_micros(200),
         liveness_timeout: Some(Duration::from_secs(5)),
+        spin_read_connections: 4,
     };
 
     /// Sets [`connect_timeout`](Self::connect_timeout): the longest one
@@ -246,6 +256,15 @@ impl TcpConfig {
     #[must_use]
     pub const fn with_liveness_timeout(mut self, liveness_timeout: Option<Duration>) -> Self {
         self.liveness_timeout = liveness_timeout;
+        self
+    }
+
+    /// Sets [`spin_read_connections`](Self::spin_read_connections): up to
+    /// how many live connections the idle spin reads each socket itself
+    /// instead of asking the readiness set (0: always the set). Default: 4.
+    #[must_use]
+    pub const fn with_spin_read_connections(mut self, spin_read_connections: usize) -> Self {
+        self.spin_read_connections = spin_read_connections;
         self
     }
 
@@ -469,6 +488,14 @@ mod tests {
                     ..base
                 },
             ),
+            (
+                "spin_read_connections",
+                base.with_spin_read_connections(19),
+                TcpConfig {
+                    spin_read_connections: 19,
+                    ..base
+                },
+            ),
         ];
         for (field, built, expected) in cases {
             // The new value differs from the default, so a setter that
@@ -497,7 +524,8 @@ mod tests {
             .with_read_buffer_bytes(110)
             .with_keepalive(Some(Duration::from_millis(111)))
             .with_blocked_write_retry(Duration::from_millis(112))
-            .with_liveness_timeout(Some(Duration::from_millis(113)));
+            .with_liveness_timeout(Some(Duration::from_millis(113)))
+            .with_spin_read_connections(114);
         let written_out = TcpConfig {
             connect_timeout: Duration::from_millis(101),
             backoff_min: Duration::from_millis(102),
@@ -512,6 +540,7 @@ mod tests {
             keepalive: Some(Duration::from_millis(111)),
             blocked_write_retry: Duration::from_millis(112),
             liveness_timeout: Some(Duration::from_millis(113)),
+            spin_read_connections: 114,
         };
         assert_eq!(chained, written_out);
         assert!(chained.validate().is_ok());

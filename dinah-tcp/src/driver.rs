@@ -272,6 +272,18 @@ impl TcpDriver {
     }
 }
 
+/// One look of the idle spin at every live connection's socket (each
+/// peer's control lane before its action lane) until one has something
+/// for the next poll (see
+/// [`Connection::look`]).
+fn look_at_sockets(peers: &mut [Peer]) -> bool {
+    peers
+        .iter_mut()
+        .filter(|peer| peer.state != PeerState::Down)
+        .flat_map(|peer| &mut peer.lanes)
+        .any(Connection::look)
+}
+
 impl TransportDriver for TcpDriver {
     /// One round, in this order: report owed events (`PeerUp` after
     /// set-up, `PeerDown`, `PeerDrained`, `SendFailed`); take the handle's
@@ -333,11 +345,15 @@ impl TransportDriver for TcpDriver {
 
     /// Waits until something may be there to poll, for at most `timeout`.
     ///
-    /// First, for up to `spin`, the owner looks at the sockets itself
-    /// (one non-blocking question to the readiness set of every live
-    /// connection, yielding its core between looks) and at the handle's
-    /// wakeup, which every `try_send` and worker completion triggers; an
-    /// arrival caught here costs no thread wake-up at all. Then it arms the
+    /// First, for up to `spin`, the owner looks at the sockets itself,
+    /// yielding its core between looks, and at the handle's wakeup, which
+    /// every `try_send` and worker completion triggers; an arrival caught
+    /// here costs no thread wake-up at all. With at most
+    /// [`spin_read_connections`](TcpConfig::spin_read_connections) live
+    /// connections (and no write waiting for room), a look reads each
+    /// socket without blocking, into its read buffer, and the next poll
+    /// hands over what it found; with more, a look is one non-blocking
+    /// question to the readiness set of every live connection. Then it arms the
     /// watcher and parks on the wakeup until the watcher, a sender or the
     /// timeout ends the wait. Bytes already read and not yet handed over end the wait
     /// at once.
@@ -370,11 +386,28 @@ impl TransportDriver for TcpDriver {
                 RoomWatch::Unwatched => UNWATCHED_ROOM_RETRY,
             })
             .fold(timeout, Duration::min);
+        // With few connections the spin reads each socket itself, so the
+        // look that finds an arrival has read it already; asking the
+        // readiness set is one call however many connections there are,
+        // but adds a call after each arrival (see
+        // `TcpConfig::spin_read_connections`). Only the set reports room
+        // for a write that waits.
+        let connections = live().filter(|conn| !conn.ended).count();
+        let read_sockets = connections <= self.config.spin_read_connections
+            && !live().any(|conn| conn.blocked().is_some());
         let wakeup = self.handle.wakeup();
         let start = Instant::now();
         let spin = spin.min(timeout);
         loop {
-            if wakeup.take() || self.watcher.any_ready() {
+            if wakeup.take() {
+                return;
+            }
+            let found = if read_sockets {
+                look_at_sockets(&mut self.peers)
+            } else {
+                self.watcher.any_ready()
+            };
+            if found {
                 return;
             }
             if start.elapsed() >= spin {

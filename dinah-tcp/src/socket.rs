@@ -106,6 +106,27 @@ pub(crate) fn recv_nonblocking(stream: &TcpStream, buf: &mut [u8]) -> io::Result
     recv_uninit(stream, uninit, RECV_FLAGS)
 }
 
+/// Whether the socket holds a byte to read right now, or its end, without
+/// taking it and without blocking: `Ok(1)` when it holds data, `Ok(0)`
+/// at the end of the stream.
+///
+/// # Errors
+///
+/// `WouldBlock` when nothing is there, or the connection's error.
+pub(crate) fn peek_nonblocking(stream: &TcpStream) -> io::Result<usize> {
+    let mut byte = [MaybeUninit::uninit(); 1];
+    #[cfg(unix)]
+    return recv_uninit(stream, &mut byte, RECV_FLAGS | libc::MSG_PEEK);
+    #[cfg(not(unix))]
+    loop {
+        // The socket is in non-blocking mode here.
+        match SockRef::from(stream).peek(&mut byte) {
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            other => return other,
+        }
+    }
+}
+
 /// Reads up to `max` bytes that the socket holds right now onto the end
 /// of `frame`, into its spare capacity (reserved by the caller), without
 /// blocking and without zero-filling it first. Returns the bytes read;
