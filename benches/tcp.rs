@@ -69,8 +69,8 @@ fn limits() -> RuntimeLimits {
     limits
 }
 
-/// Both ranks' builder; with `inline`, the no-op runs on the serving
-/// owner thread (`register_inline`) instead of a worker.
+/// Both ranks' builder; with `inline`, the no-op and the echoes run on the
+/// serving owner thread (`register_inline`) instead of a worker.
 fn builder(inline: bool) -> dinah_std::RuntimeBuilder {
     let mut builder = Runtime::builder(7, ProtocolLimits::default(), limits()).unwrap();
     if inline {
@@ -80,12 +80,21 @@ fn builder(inline: bool) -> dinah_std::RuntimeBuilder {
     } else {
         builder.register::<Noop, _>(|Noop(n)| Ok(n)).unwrap();
     }
-    builder
-        .register::<Echo, _>(|Echo(bytes)| Ok(bytes))
-        .unwrap();
-    builder
-        .register::<EchoF64, _>(|EchoF64(numbers)| Ok(numbers))
-        .unwrap();
+    if inline {
+        builder
+            .register_inline::<Echo, _>(dinah_std::DEFAULT_DOMAIN, |Echo(bytes)| Ok(bytes))
+            .unwrap()
+            .register_inline::<EchoF64, _>(dinah_std::DEFAULT_DOMAIN, |EchoF64(numbers)| {
+                Ok(numbers)
+            })
+            .unwrap();
+    } else {
+        builder
+            .register::<Echo, _>(|Echo(bytes)| Ok(bytes))
+            .unwrap()
+            .register::<EchoF64, _>(|EchoF64(numbers)| Ok(numbers))
+            .unwrap();
+    }
     builder
 }
 
@@ -431,6 +440,11 @@ fn payloads(c: &mut Criterion) {
         });
         group.bench_with_input(BenchmarkId::new("dinah", len), &len, |b, &len| {
             let mut pair = Pair::new(false);
+            let payload = vec![5u8; len];
+            b.iter_custom(|n| pair.echo(n, &payload));
+        });
+        group.bench_with_input(BenchmarkId::new("dinah_inline", len), &len, |b, &len| {
+            let mut pair = Pair::new(true);
             let payload = vec![5u8; len];
             b.iter_custom(|n| pair.echo(n, &payload));
         });

@@ -54,23 +54,30 @@ pub(crate) fn all(r: &Results) -> Vec<Chart<'static>> {
             title: "TCP echo: bandwidth by payload (one in flight)",
             x_desc: "payload (bytes)",
             y_desc: "MB/s (both directions)",
-            series: ["raw", "raw_spin", "transport", "dinah", "dinah_f64"]
-                .iter()
-                .map(|name| {
-                    let points = r
-                        .times
-                        .iter()
-                        .filter_map(|(id, &t)| {
-                            let bytes: f64 = id
-                                .strip_prefix(&format!("tcp_payload/{name}/"))?
-                                .parse()
-                                .ok()?;
-                            Some((bytes, 2.0 * bytes / t / 1e6))
-                        })
-                        .collect();
-                    (name.to_string(), points)
-                })
-                .collect(),
+            series: [
+                "raw",
+                "raw_spin",
+                "transport",
+                "dinah",
+                "dinah_inline",
+                "dinah_f64",
+            ]
+            .iter()
+            .map(|name| {
+                let points = r
+                    .times
+                    .iter()
+                    .filter_map(|(id, &t)| {
+                        let bytes: f64 = id
+                            .strip_prefix(&format!("tcp_payload/{name}/"))?
+                            .parse()
+                            .ok()?;
+                        Some((bytes, 2.0 * bytes / t / 1e6))
+                    })
+                    .collect();
+                (name.to_string(), points)
+            })
+            .collect(),
         },
         Chart {
             file: "mpi-payload.svg",

@@ -299,12 +299,13 @@ fn tcp(page: &mut String, r: &Results, links: &Links<'_>) {
     );
     page.push_str(
         "The payload rows echo one buffer back and forth: the raw ping-pongs \
-         send the buffer they have just read into, and dinah's pooled `Echo` \
-         sends the vector the previous echo returned (the floors charge no \
-         pool hop; the transport-alone row copies its frame each time); \
-         `EchoF64` echoes the same bytes as a `Vec<f64>`.\n\n\
-         | payload, one echo in flight | raw, blocking | raw, polling | transport alone | dinah | dinah / faster raw | dinah, `Vec<f64>` | `Vec<f64>` / faster raw |\n\
-         | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+         send the buffer they have just read into, and dinah's `Echo` \
+         sends the vector the previous echo returned, its handler on a worker \
+         (pooled) or on the serving owner thread (inline); the floors charge \
+         no pool hop, and the transport-alone row copies its frame each time. \
+         The pooled `EchoF64` echoes the same bytes as a `Vec<f64>`.\n\n\
+         | payload, one echo in flight | raw, blocking | raw, polling | transport alone | dinah, pooled | pooled / faster raw | dinah, inline | inline / faster raw | dinah, `Vec<f64>` | `Vec<f64>` / faster raw |\n\
+         | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
     );
     let mut sizes: Vec<u64> = r
         .times
@@ -325,13 +326,15 @@ fn tcp(page: &mut String, r: &Results, links: &Links<'_>) {
         let cell = |series: &str| t(series).map_or_else(|| "-".into(), fmt_time);
         let _ = writeln!(
             page,
-            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             fmt_bytes(size),
             cell("raw"),
             cell("raw_spin"),
             cell("transport"),
             cell("dinah"),
             ratio("dinah"),
+            cell("dinah_inline"),
+            ratio("dinah_inline"),
             cell("dinah_f64"),
             ratio("dinah_f64"),
         );
@@ -414,6 +417,7 @@ mod tests {
             "tcp",
             "tcp_round_trip/raw_spin_ping_pong_8b time:   [7 µs 8 µs 9 µs]\n\
              tcp_payload/dinah/1048576 time:   [1 ms 2 ms 3 ms]\n\
+             tcp_payload/dinah_inline/1048576 time:   [1 ms 1.5 ms 2 ms]\n\
              tcp_payload/raw/1048576 time:   [1 ms 1 ms 1 ms]\n",
         )
         .unwrap();
@@ -428,7 +432,9 @@ mod tests {
             assert!(page.contains(section), "{section}");
         }
         assert!(
-            page.contains("| 1 MiB | 1.00 ms | - | - | 2.00 ms | 2.00x | - | - |"),
+            page.contains(
+                "| 1 MiB | 1.00 ms | - | - | 2.00 ms | 2.00x | 1.50 ms | 1.50x | - | - |\n"
+            ),
             "{page}"
         );
         assert!(page.contains("plots/tcp-payload.svg"));
