@@ -692,6 +692,12 @@ fn settled_pair() -> (Node, Node) {
     settled_pair_with(TcpConfig::default())
 }
 
+/// The default configuration without heartbeats: nothing arrives that the
+/// test did not send.
+fn quiet() -> TcpConfig {
+    TcpConfig::default().with_liveness_timeout(None)
+}
+
 fn settled_pair_with(config: TcpConfig) -> (Node, Node) {
     let mut nodes = connect(2, config, roomy());
     pump(&mut nodes, "the peers", |nodes| {
@@ -743,7 +749,7 @@ fn frames_beyond_the_poll_budget_wait_read_and_counted_for_the_next_poll() {
 
 #[test]
 fn a_parked_owner_is_woken_when_its_peer_sends() {
-    let (sender, mut receiver) = settled_pair();
+    let (sender, mut receiver) = settled_pair_with(quiet());
     let zero = sender.rank();
     let (_sender, got) = woken_by(&mut receiver, sender, Channel::Control, cancel(zero, 9));
     assert_eq!(got, (zero, Channel::Control, 9));
@@ -757,7 +763,7 @@ fn a_parked_owner_is_woken_when_its_peer_sends() {
 fn a_spinning_owner_catches_an_arrival_either_way_it_looks() {
     for reads in [TcpConfig::DEFAULT.spin_read_connections, 0] {
         for channel in [Channel::Control, Channel::Action] {
-            let config = TcpConfig::default().with_spin_read_connections(reads);
+            let config = quiet().with_spin_read_connections(reads);
             let (sender, mut receiver) = settled_pair_with(config);
             let zero = sender.rank();
             let frame = match channel {
@@ -772,8 +778,10 @@ fn a_spinning_owner_catches_an_arrival_either_way_it_looks() {
 
 /// Parks `receiver` (no spin, and a wait far longer than the test allows)
 /// while `sender`, on another thread, sends it `frame` on `channel` 50 ms
-/// later: only the receiver's watcher can end the wait early. Returns the
-/// sender and the frame's origin, lane and sequence number.
+/// later: only the receiver's watcher can end the wait early, and the
+/// receiver's next poll must hand the frame over. Returns the sender and
+/// the frame's origin, lane and sequence number. The two ranks must not
+/// send heartbeats ([`quiet`]), which would end the wait first.
 fn woken_by(
     receiver: &mut Node,
     sender: Node,
@@ -806,11 +814,14 @@ fn caught_by(
         "neither the spin nor the watcher ended the wait"
     );
     let sender = send.join().unwrap();
-    let start = Instant::now();
-    while receiver.frames().count() == 0 {
-        assert!(start.elapsed() < PATIENCE, "the frame never came");
-        receiver.poll();
-    }
+    // The frame is what ended the wait, so the first poll hands it over,
+    // however the owner found it.
+    receiver.poll();
+    assert_eq!(
+        receiver.frames().count(),
+        1,
+        "the poll after the wait did not hand the frame over"
+    );
     let (from, channel, bytes) = receiver.frames().next().unwrap();
     (sender, (from, channel, seq_of(bytes)))
 }
@@ -885,7 +896,7 @@ fn node_parks_briefly(node: &mut Node) -> bool {
 /// owner is woken by whichever peer sends, here the highest rank.
 #[test]
 fn a_parked_owner_in_a_world_of_6_is_woken_by_any_peer() {
-    let mut nodes = connect(6, TcpConfig::default(), roomy());
+    let mut nodes = connect(6, quiet(), roomy());
     pump(&mut nodes, "every peer up", |nodes| {
         nodes.iter().all(|n| n.driver.counts().undrained_peers == 5)
     });

@@ -272,6 +272,15 @@ impl Connection {
         true
     }
 
+    /// Forgets that the last look found the socket empty, so the next read
+    /// asks it again: for an owner about to park, whose next poll follows
+    /// a wake-up, not the look.
+    pub(crate) fn forget_empty_look(&mut self) {
+        if matches!(self.looked, Looked::Empty) {
+            self.looked = Looked::Nothing;
+        }
+    }
+
     /// The stream ended: nothing more is read (the socket leaves the
     /// watcher's set, where its end would keep it readable), and `end` is
     /// handed over.
@@ -346,7 +355,6 @@ impl Drop for Connection {
     }
 }
 
-/// What a failed read means for the peer.
 /// The end of a stream whose socket failed with `error`.
 fn failed(peer: Rank, error: io::Error) -> End {
     End::Down {
@@ -355,6 +363,7 @@ fn failed(peer: Rank, error: io::Error) -> End {
     }
 }
 
+/// What a failed read means for the peer.
 pub(crate) fn down_reason(error: &io::Error) -> DownReason {
     match error.kind() {
         io::ErrorKind::TimedOut => DownReason::Timeout,
@@ -500,10 +509,35 @@ mod tests {
             .unwrap()
             .encode();
 
+        let mut items = Vec::new();
+        let wait_ready = || {
+            let begin = Instant::now();
+            while !watcher.any_ready() {
+                assert!(
+                    begin.elapsed() < Duration::from_secs(10),
+                    "the bytes never showed"
+                );
+            }
+        };
+        // A look that found nothing spares the next read its `recv`, even
+        // when bytes arrived since; the read after it takes them.
         assert!(!conn.look(), "nothing was sent");
         assert!(matches!(conn.looked, Looked::Empty));
-        let mut items = Vec::new();
+        server.write_all(&heartbeat).unwrap();
+        wait_ready();
         assert!(!conn.read(16, &mut items));
+        assert!(items.is_empty());
+        assert!(conn.read(16, &mut items));
+        assert_eq!(items.len(), 1);
+        // An owner about to park forgets such a look: its next read asks.
+        items.clear();
+        assert!(!conn.look());
+        conn.forget_empty_look();
+        server.write_all(&heartbeat).unwrap();
+        wait_ready();
+        assert!(conn.read(16, &mut items));
+        assert_eq!(items.len(), 1);
+        items.clear();
 
         server.write_all(&[heartbeat, heartbeat].concat()).unwrap();
         let begin = Instant::now();
@@ -531,6 +565,77 @@ mod tests {
             let _ = conn.read(16, &mut items);
         }
         assert!(matches!(items[2], Inbound::Heartbeat));
+    }
+
+    /// While a payload is read straight into its frame, a look only peeks:
+    /// the bytes stay in the socket for that read, nothing goes through
+    /// the read buffer, and the frame arrives whole.
+    #[test]
+    fn a_look_mid_payload_peeks_and_leaves_the_bytes_to_the_read() {
+        use dinah_core::wire::{Call, RelativeDeadline, encode_frame};
+        use dinah_core::{ActionId, DomainId, RequestId};
+
+        let world = WorldSize::new(2).unwrap();
+        let peer = world.rank(1).unwrap();
+        let wakeup = Wakeup::new();
+        assert!(wakeup.bind_current());
+        let watcher = Watcher::start(Rank::ZERO, wakeup).unwrap();
+        let (client, mut server) = crate::socket::loopback_pair();
+        let ctx =
+            DecodeContext::new(Channel::Action, peer, world, ProtocolLimits::DEFAULT).unwrap();
+        let config = TcpConfig::default().with_read_buffer_bytes(64);
+        let mut conn = Connection::start(client, ctx, &config, &watcher).unwrap();
+        let call = Call {
+            request: RequestId::new(3).unwrap(),
+            action: ActionId::new(7).unwrap(),
+            domain: DomainId::MIN,
+            trace: None,
+        };
+        let deadline = RelativeDeadline::from_duration(Duration::from_secs(1)).unwrap();
+        let payload: Vec<u8> = (0..4096u32).map(|i| i as u8).collect();
+        let segments = [payload.as_slice()];
+        let header = Header::new(
+            peer,
+            Message::Request { call, deadline },
+            &segments,
+            &ProtocolLimits::DEFAULT,
+        )
+        .unwrap();
+        let mut frame = vec![0; header.frame_len()];
+        encode_frame(&header, &segments, &mut frame).unwrap();
+        let wait_ready = || {
+            let begin = Instant::now();
+            while !watcher.any_ready() {
+                assert!(
+                    begin.elapsed() < Duration::from_secs(10),
+                    "the bytes never showed"
+                );
+            }
+        };
+
+        let mut items = Vec::new();
+        server.write_all(&frame[..100]).unwrap();
+        wait_ready();
+        assert!(conn.read(16, &mut items));
+        assert!(items.is_empty());
+        assert!(conn.reader.payload_left() >= conn.buf.len());
+        assert!(!conn.look(), "the first part is read, the rest not sent");
+        server.write_all(&frame[100..]).unwrap();
+        wait_ready();
+        let held = conn.retained_bytes();
+        assert!(conn.look());
+        assert!(matches!(conn.looked, Looked::Nothing));
+        assert!(!conn.buffered(), "a peek puts nothing in the read buffer");
+        assert_eq!(conn.retained_bytes(), held, "a peek takes nothing");
+        let begin = Instant::now();
+        while items.is_empty() {
+            assert!(begin.elapsed() < Duration::from_secs(10), "lost the frame");
+            let _ = conn.read(16, &mut items);
+        }
+        match items.as_slice() {
+            [Inbound::Frame(got)] => assert_eq!(got.to_vec(), frame),
+            other => panic!("{other:?}"),
+        }
     }
 
     /// A connection error that a look receives is reported by the next

@@ -284,6 +284,14 @@ fn look_at_sockets(peers: &mut [Peer]) -> bool {
         .any(Connection::look)
 }
 
+/// Drops every live connection's mark of a look that found its socket
+/// empty (see [`Connection::forget_empty_look`]).
+fn forget_empty_looks(peers: &mut [Peer]) {
+    for conn in peers.iter_mut().flat_map(|peer| &mut peer.lanes) {
+        conn.forget_empty_look();
+    }
+}
+
 impl TransportDriver for TcpDriver {
     /// One round, in this order: report owed events (`PeerUp` after
     /// set-up, `PeerDown`, `PeerDrained`, `SendFailed`); take the handle's
@@ -393,7 +401,8 @@ impl TransportDriver for TcpDriver {
         // `TcpConfig::spin_read_connections`). Only the set reports room
         // for a write that waits.
         let connections = live().filter(|conn| !conn.ended).count();
-        let read_sockets = connections <= self.config.spin_read_connections
+        let read_sockets = self.config.spin_read_connections > 0
+            && connections <= self.config.spin_read_connections
             && !live().any(|conn| conn.blocked().is_some());
         let wakeup = self.handle.wakeup();
         let start = Instant::now();
@@ -417,6 +426,9 @@ impl TransportDriver for TcpDriver {
             // handler, or the peer's owner, may need it.
             thread::yield_now();
         }
+        // What the spin's looks found empty is stale once the owner parks:
+        // the poll after a wake-up reads every socket again.
+        forget_empty_looks(&mut self.peers);
         // An arrival after the last look is not missed: the set is
         // level-triggered, so an armed watcher's wait ends at once when a
         // socket is readable already.

@@ -119,7 +119,8 @@
 //!   read buffer and nothing more is read, so TCP flow control slows the
 //!   peer. Large payloads are read straight into their frame. While the
 //!   owner is idle it first looks at the sockets itself for a short spin
-//!   (one question to a readiness set of every connection per look), then
+//!   (with a few connections it reads each socket, with more it asks a
+//!   readiness set of every connection, one question per look), then
 //!   parks, and one watcher thread, waiting on that set, wakes it when a
 //!   socket becomes readable (or, while a write waits for room in its
 //!   buffer, writable).

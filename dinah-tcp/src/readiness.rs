@@ -11,7 +11,8 @@
 //! while a write to it waits for room ([`Set::watch`]). The watcher waits in
 //! [`Poller::wait`]; [`Set::interrupt`] notifies the poller.
 //!
-//! The owner's look must be one cheap system call and must never stand
+//! The owner's look (when it asks the set rather than reading its few
+//! sockets itself) must be one cheap system call and must never stand
 //! behind the watcher's wait, and a `Poller` serves one waiting thread at a
 //! time and re-arms a timer and a notifier on every wait (a look through
 //! it costs several system calls). So on Linux and Android the owner asks

@@ -5,7 +5,9 @@
 //! inside `poll`. While it is busy nothing else touches the sockets. Every
 //! connection's socket is registered in the driver's one readiness set
 //! (see `readiness.rs`), so whether any socket is ready is one question
-//! however many peers there are: the owner's idle spin asks exactly that.
+//! however many peers there are: the owner's idle spin asks exactly that
+//! when it has more connections than it reads itself (see
+//! `TcpConfig::spin_read_connections`).
 //! A socket is ready when it holds data, reaches its end or fails; one
 //! whose send buffer was full when the owner last wrote to it
 //! ([`Registration::watch`]) is ready when it has room again too, so a
