@@ -393,6 +393,45 @@ mod tests {
 
     use super::*;
 
+    /// A connection from rank 0 to rank 1 of a world of 2 on `channel`,
+    /// registered with a watcher of its own, and the peer's end of its
+    /// socket.
+    fn connection(channel: Channel, config: &TcpConfig) -> (Connection, TcpStream, Watcher) {
+        let world = WorldSize::new(2).unwrap();
+        let wakeup = Wakeup::new();
+        assert!(wakeup.bind_current());
+        let watcher = Watcher::start(Rank::ZERO, wakeup).unwrap();
+        let (client, server) = crate::socket::loopback_pair();
+        let ctx = DecodeContext::new(
+            channel,
+            world.rank(1).unwrap(),
+            world,
+            ProtocolLimits::DEFAULT,
+        )
+        .unwrap();
+        let conn = Connection::start(client, ctx, config, &watcher).unwrap();
+        (conn, server, watcher)
+    }
+
+    /// A heartbeat from rank 1.
+    fn heartbeat() -> [u8; dinah_core::wire::HEADER_LEN] {
+        let peer = WorldSize::new(2).unwrap().rank(1).unwrap();
+        Header::without_payload(peer, Message::Heartbeat)
+            .unwrap()
+            .encode()
+    }
+
+    /// Waits until the watcher's set reports a socket ready.
+    fn wait_ready(watcher: &Watcher) {
+        let begin = Instant::now();
+        while !watcher.any_ready() {
+            assert!(
+                begin.elapsed() < Duration::from_secs(10),
+                "the bytes never showed"
+            );
+        }
+    }
+
     #[test]
     fn a_connection_leaves_the_watchers_set_when_it_ends_or_drops() {
         let world = WorldSize::new(3).unwrap();
@@ -441,34 +480,15 @@ mod tests {
 
     #[test]
     fn a_short_read_ends_the_read_and_what_follows_is_read_next_time() {
-        let world = WorldSize::new(2).unwrap();
-        let peer = world.rank(1).unwrap();
-        let wakeup = Wakeup::new();
-        assert!(wakeup.bind_current());
-        let watcher = Watcher::start(Rank::ZERO, wakeup).unwrap();
-        let (client, mut server) = crate::socket::loopback_pair();
-        let ctx =
-            DecodeContext::new(Channel::Control, peer, world, ProtocolLimits::DEFAULT).unwrap();
-        let mut conn = Connection::start(client, ctx, &TcpConfig::default(), &watcher).unwrap();
-        let heartbeat = Header::without_payload(peer, Message::Heartbeat)
-            .unwrap()
-            .encode();
-        let wait_ready = || {
-            let begin = Instant::now();
-            while !watcher.any_ready() {
-                assert!(
-                    begin.elapsed() < Duration::from_secs(10),
-                    "the bytes never showed"
-                );
-            }
-        };
+        let (mut conn, mut server, watcher) = connection(Channel::Control, &TcpConfig::default());
+        let heartbeat = heartbeat();
         let heartbeats = |items: &[Inbound]| {
             assert!(items.iter().all(|item| matches!(item, Inbound::Heartbeat)));
             items.len()
         };
 
         server.write_all(&heartbeat).unwrap();
-        wait_ready();
+        wait_ready(&watcher);
         let mut items = Vec::new();
         assert!(conn.read(16, &mut items));
         assert_eq!(heartbeats(&items), 1);
@@ -479,10 +499,10 @@ mod tests {
         // What arrives after a short read keeps the socket ready until
         // the next read takes all of it.
         server.write_all(&[heartbeat, heartbeat].concat()).unwrap();
-        wait_ready();
+        wait_ready(&watcher);
         items.clear();
         while heartbeats(&items) < 2 {
-            wait_ready();
+            wait_ready(&watcher);
             assert!(conn.read(16, &mut items));
         }
         assert_eq!(heartbeats(&items), 2);
@@ -496,35 +516,16 @@ mod tests {
     /// in the buffer.
     #[test]
     fn a_look_reads_ahead_and_the_next_read_hands_it_over() {
-        let world = WorldSize::new(2).unwrap();
-        let peer = world.rank(1).unwrap();
-        let wakeup = Wakeup::new();
-        assert!(wakeup.bind_current());
-        let watcher = Watcher::start(Rank::ZERO, wakeup).unwrap();
-        let (client, mut server) = crate::socket::loopback_pair();
-        let ctx =
-            DecodeContext::new(Channel::Control, peer, world, ProtocolLimits::DEFAULT).unwrap();
-        let mut conn = Connection::start(client, ctx, &TcpConfig::default(), &watcher).unwrap();
-        let heartbeat = Header::without_payload(peer, Message::Heartbeat)
-            .unwrap()
-            .encode();
+        let (mut conn, mut server, watcher) = connection(Channel::Control, &TcpConfig::default());
+        let heartbeat = heartbeat();
 
         let mut items = Vec::new();
-        let wait_ready = || {
-            let begin = Instant::now();
-            while !watcher.any_ready() {
-                assert!(
-                    begin.elapsed() < Duration::from_secs(10),
-                    "the bytes never showed"
-                );
-            }
-        };
         // A look that found nothing spares the next read its `recv`, even
         // when bytes arrived since; the read after it takes them.
         assert!(!conn.look(), "nothing was sent");
         assert!(matches!(conn.looked, Looked::Empty));
         server.write_all(&heartbeat).unwrap();
-        wait_ready();
+        wait_ready(&watcher);
         assert!(!conn.read(16, &mut items));
         assert!(items.is_empty());
         assert!(conn.read(16, &mut items));
@@ -534,7 +535,7 @@ mod tests {
         assert!(!conn.look());
         conn.forget_empty_look();
         server.write_all(&heartbeat).unwrap();
-        wait_ready();
+        wait_ready(&watcher);
         assert!(conn.read(16, &mut items));
         assert_eq!(items.len(), 1);
         items.clear();
@@ -572,56 +573,20 @@ mod tests {
     /// the read buffer, and the frame arrives whole.
     #[test]
     fn a_look_mid_payload_peeks_and_leaves_the_bytes_to_the_read() {
-        use dinah_core::wire::{Call, RelativeDeadline, encode_frame};
-        use dinah_core::{ActionId, DomainId, RequestId};
-
-        let world = WorldSize::new(2).unwrap();
-        let peer = world.rank(1).unwrap();
-        let wakeup = Wakeup::new();
-        assert!(wakeup.bind_current());
-        let watcher = Watcher::start(Rank::ZERO, wakeup).unwrap();
-        let (client, mut server) = crate::socket::loopback_pair();
-        let ctx =
-            DecodeContext::new(Channel::Action, peer, world, ProtocolLimits::DEFAULT).unwrap();
         let config = TcpConfig::default().with_read_buffer_bytes(64);
-        let mut conn = Connection::start(client, ctx, &config, &watcher).unwrap();
-        let call = Call {
-            request: RequestId::new(3).unwrap(),
-            action: ActionId::new(7).unwrap(),
-            domain: DomainId::MIN,
-            trace: None,
-        };
-        let deadline = RelativeDeadline::from_duration(Duration::from_secs(1)).unwrap();
+        let (mut conn, mut server, watcher) = connection(Channel::Action, &config);
         let payload: Vec<u8> = (0..4096u32).map(|i| i as u8).collect();
-        let segments = [payload.as_slice()];
-        let header = Header::new(
-            peer,
-            Message::Request { call, deadline },
-            &segments,
-            &ProtocolLimits::DEFAULT,
-        )
-        .unwrap();
-        let mut frame = vec![0; header.frame_len()];
-        encode_frame(&header, &segments, &mut frame).unwrap();
-        let wait_ready = || {
-            let begin = Instant::now();
-            while !watcher.any_ready() {
-                assert!(
-                    begin.elapsed() < Duration::from_secs(10),
-                    "the bytes never showed"
-                );
-            }
-        };
+        let frame = crate::frame::tests::request(3, &payload);
 
         let mut items = Vec::new();
         server.write_all(&frame[..100]).unwrap();
-        wait_ready();
+        wait_ready(&watcher);
         assert!(conn.read(16, &mut items));
         assert!(items.is_empty());
         assert!(conn.reader.payload_left() >= conn.buf.len());
         assert!(!conn.look(), "the first part is read, the rest not sent");
         server.write_all(&frame[100..]).unwrap();
-        wait_ready();
+        wait_ready(&watcher);
         let held = conn.retained_bytes();
         assert!(conn.look());
         assert!(matches!(conn.looked, Looked::Nothing));
@@ -642,15 +607,7 @@ mod tests {
     /// read, although the socket reports it only once.
     #[test]
     fn an_error_a_look_receives_ends_the_stream_at_the_next_read() {
-        let world = WorldSize::new(2).unwrap();
-        let peer = world.rank(1).unwrap();
-        let wakeup = Wakeup::new();
-        assert!(wakeup.bind_current());
-        let watcher = Watcher::start(Rank::ZERO, wakeup).unwrap();
-        let (client, server) = crate::socket::loopback_pair();
-        let ctx =
-            DecodeContext::new(Channel::Action, peer, world, ProtocolLimits::DEFAULT).unwrap();
-        let mut conn = Connection::start(client, ctx, &TcpConfig::default(), &watcher).unwrap();
+        let (mut conn, server, _watcher) = connection(Channel::Action, &TcpConfig::default());
         // Closing with a zero linger resets the connection.
         socket2::SockRef::from(&server)
             .set_linger(Some(Duration::ZERO))

@@ -499,7 +499,7 @@ impl Detached {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::time::Duration;
 
     use dinah_core::wire::{Call, Channel, DecodeContext, RelativeDeadline, encode_frame};
@@ -521,7 +521,9 @@ mod tests {
         FrameReader::new(StreamDecoder::new(ctx))
     }
 
-    fn request(id: u64, payload: &[u8]) -> Vec<u8> {
+    /// A request frame from rank 1 of a world of 2: `payload`, then a
+    /// two-byte segment.
+    pub(crate) fn request(id: u64, payload: &[u8]) -> Vec<u8> {
         let call = Call {
             request: RequestId::new(id).unwrap(),
             action: ActionId::new(7).unwrap(),
