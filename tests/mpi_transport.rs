@@ -68,6 +68,10 @@ fn main() {
     );
     mpi.step("flush_posts_queued_frames", flush_posts_queued_frames);
     mpi.step(
+        "taken_receive_slots_are_posted_again_before_waiting",
+        taken_receive_slots_are_posted_again_before_waiting,
+    );
+    mpi.step(
         "an_oversized_announcement_is_a_protocol_violation",
         an_oversized_announcement_is_a_protocol_violation,
     );
@@ -478,6 +482,59 @@ fn flush_posts_queued_frames(world: &SimpleCommunicator) {
         shut_down(driver, exchange.drained),
         "after the flushed frames",
     );
+}
+
+/// A receive slot a poll took a message from is posted again after the
+/// poll's sends, and before the owner waits: each rank sends frames around
+/// the ring, one at a time; right after the poll that takes one, its slot
+/// is not posted yet, and after an idle wait every slot is again, so a
+/// ring never runs short while its owner waits.
+fn taken_receive_slots_are_posted_again_before_waiting(world: &SimpleCommunicator) {
+    const DEPTH: usize = 4;
+    let (me, _) = rank_of(world);
+    let mut config = MpiConfig::DEFAULT;
+    config.posted_receives = DEPTH;
+    // No heartbeats: nothing but the test's frames is received.
+    config.liveness_timeout = None;
+    let (handle, mut driver) = MpiTransport::with_config(config)
+        .connect(world, bare_hello(HandleConfig::default()))
+        .unwrap_or_else(|error| panic!("connect: {error}"));
+    let (next, previous) = ring(&driver);
+    assert_eq!(driver.posted_receives_for_tests(), [DEPTH, DEPTH]);
+    for index in 0..2 * DEPTH {
+        let sent = pattern(me, index, 64);
+        handle
+            .try_send(next, Channel::Action, sent)
+            .expect("queued");
+        let mut got = None;
+        poll_until(&mut driver, "the next frame", 16, |_, events| {
+            for event in events.drain(..) {
+                match event {
+                    TransportEvent::Frame { from, frame, .. } => {
+                        got = Some((from, frame.into_whole()));
+                    }
+                    TransportEvent::PeerUp { .. } => {}
+                    other => panic!("unexpected {other:?}"),
+                }
+            }
+            got.is_some()
+        });
+        assert_eq!(got, Some((previous, pattern(previous.get(), index, 64))));
+        assert_eq!(
+            driver.posted_receives_for_tests(),
+            [DEPTH, DEPTH - 1],
+            "frame {index}: the slot it was taken from waits for the next sends"
+        );
+        driver.idle_wait(Duration::ZERO, Duration::from_micros(1));
+        assert_eq!(
+            driver.posted_receives_for_tests(),
+            [DEPTH, DEPTH],
+            "frame {index}: posted again before the wait"
+        );
+        // One frame at a time: no rank sends the next before all took this.
+        world.barrier();
+    }
+    assert_all_zero(shut_down(driver, Vec::new()), "after the frames");
 }
 
 /// Rank 0 fills its action lane to the next rank with 32 frames of

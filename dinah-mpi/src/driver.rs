@@ -314,6 +314,8 @@ impl TransportDriver for MpiDriver {
         let mut progress = self.emit_notices(&mut out);
         progress |= self.sends.complete(&self.handle, &mut self.buffers) > 0;
         progress |= self.post_lanes(&mut out);
+        // After the sends: what the last poll took is answered first.
+        self.posted.repost(self.comm.get());
         if self.phase == Phase::Flushing {
             let queued = self.handle.counts();
             if queued.queued_control + queued.queued_action == 0 {
@@ -336,7 +338,8 @@ impl TransportDriver for MpiDriver {
     }
 
     /// Posts the handle's queued frames (control lane first), as the
-    /// sending part of a poll does; receives nothing.
+    /// sending part of a poll does, then posts again the receive slots the
+    /// last poll took (see `posted.rs`); receives nothing.
     fn flush(
         &mut self,
         budget: usize,
@@ -352,7 +355,9 @@ impl TransportDriver for MpiDriver {
             events,
             left: budget,
         };
-        Ok(self.post_lanes(&mut out))
+        let posted = self.post_lanes(&mut out);
+        self.posted.repost(self.comm.get());
+        Ok(posted)
     }
 
     /// Returns as soon as there may be work: a wake-up on the handle (a
@@ -373,6 +378,8 @@ impl TransportDriver for MpiDriver {
             self.handle.wakeup().wait(spin, timeout);
             return;
         }
+        // Every slot taken is posted again before the owner waits.
+        self.posted.repost(self.comm.get());
         let start = Instant::now();
         let in_flight = (!self.sends.is_empty() || self.receives.len() > 0)
             && self.last_progress.elapsed() < BUSY_WHILE_STALLED;
@@ -395,6 +402,8 @@ impl TransportDriver for MpiDriver {
             // produce what is being waited for.
             std::thread::yield_now();
         }
+        // What the spin's looks found is stale once the owner parks.
+        self.posted.forget_looks();
         let park = self.idle_park.min(timeout.saturating_sub(start.elapsed()));
         self.idle_park = (self.idle_park * 2).min(self.config.max_idle_park.max(FIRST_IDLE_PARK));
         if !park.is_zero() {

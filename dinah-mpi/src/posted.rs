@@ -22,6 +22,24 @@
 //! after it is built. The copy costs a message's own length, where handing
 //! the buffer out would cost zeroing a fresh one.
 //!
+//! Two things keep MPI calls off the path from a message's arrival to the
+//! answer the owner sends:
+//!
+//! - The first slot a poll takes from a ring is posted again only after
+//!   the poll's sends, when the driver next posts sends or polls, and
+//!   always before it waits ([`Posted::repost`]): posting a receive is a
+//!   library call on the path from the message to its answer, which
+//!   should not wait for it. Later slots taken in the same poll, and a
+//!   ring's last posted slot, are posted again at once, so a burst keeps
+//!   the ring receiving.
+//! - The idle look ([`Posted::any_ready`]) tests both rings; the poll right
+//!   after it does not test again what the look has just tested: a ring
+//!   whose first receive the look found incomplete, and, once the message
+//!   the look found is taken, the ring's next receive ([`Looked`]). Each
+//!   test is a round of the library's progress. A message that arrives in
+//!   between is taken by the next poll, which the owner runs at once after
+//!   a poll that took something.
+//!
 //! The rings are fixed when the driver starts ([`MpiConfig::posted_receives`]
 //! slots per lane) and are not counted as retained bytes: like the pooled
 //! buffers, they hold no frame until a message is taken out of them.
@@ -55,6 +73,46 @@ pub(crate) enum Taken {
     Announced(large::Announced),
 }
 
+/// What the owner's last idle look found at a ring's first receive, for
+/// the poll that follows: which test that poll leaves out.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum Looked {
+    /// No look since the last test: test as usual.
+    #[default]
+    Nothing,
+    /// The look found the first receive incomplete: the next test is
+    /// left out (it answers "nothing yet").
+    Empty,
+    /// The look found a message: once it is taken, the test of the next
+    /// receive is left out.
+    Found,
+}
+
+impl Looked {
+    /// What a look that found (or did not find) a message leaves for the
+    /// poll.
+    fn after_look(found: bool) -> Self {
+        if found { Self::Found } else { Self::Empty }
+    }
+
+    /// What is left once the poll took the ring's earliest message.
+    fn after_take(self) -> Self {
+        match self {
+            Self::Found => Self::Empty,
+            Self::Nothing | Self::Empty => Self::Nothing,
+        }
+    }
+
+    /// Whether the next test may be left out; consumes the memo if so.
+    fn skip_test(&mut self) -> bool {
+        if *self == Self::Empty {
+            *self = Self::Nothing;
+            return true;
+        }
+        false
+    }
+}
+
 /// The receives posted on one lane's tag.
 #[derive(Debug)]
 struct Ring {
@@ -65,6 +123,11 @@ struct Ring {
     /// The first slot's completed receive, tested and not yet taken; its
     /// slot is out of `slots` until then.
     arrived: Option<Arrival>,
+    /// The buffer of a slot taken and not posted again yet (see
+    /// [`Posted::repost`]).
+    unposted: Option<Vec<u8>>,
+    /// What the last idle look found.
+    looked: Looked,
 }
 
 impl Ring {
@@ -76,6 +139,8 @@ impl Ring {
             stream,
             slots,
             arrived: None,
+            unposted: None,
+            looked: Looked::Nothing,
         }
     }
 
@@ -84,6 +149,9 @@ impl Ring {
     fn ready(&mut self) -> bool {
         if self.arrived.is_some() {
             return true;
+        }
+        if self.looked.skip_test() {
+            return false;
         }
         let Some(front) = self.slots.front_mut() else {
             return false;
@@ -97,7 +165,8 @@ impl Ring {
     }
 
     /// The earliest message, if it arrived, and its sender; its slot is
-    /// posted again at the back.
+    /// posted again at the back, at once or (the first slot a poll takes)
+    /// by [`repost`](Self::repost).
     fn take(
         &mut self,
         comm: &SimpleCommunicator,
@@ -108,6 +177,7 @@ impl Ring {
             return None;
         }
         let arrival = self.arrived.take()?;
+        self.looked = self.looked.after_take();
         let from = crate::comm::rank_in(world, arrival.source);
         let message = &arrival.buffer[..arrival.len.min(SLOT)];
         let taken = if let Some(announced) = large::announced(message) {
@@ -119,12 +189,39 @@ impl Ring {
         } else {
             Taken::Message(BufferPool::copy(message))
         };
+        // Deferred only while another receive stays posted: a ring of one
+        // (or a burst that took the rest) posts at once and keeps receiving.
+        if self.unposted.is_none() && !self.slots.is_empty() {
+            self.unposted = Some(arrival.buffer);
+        } else {
+            self.post(comm, arrival.buffer);
+        }
+        Some((from, taken))
+    }
+
+    /// Posts a receive into `buffer` at the back of the ring.
+    fn post(&mut self, comm: &SimpleCommunicator, buffer: Vec<u8>) {
         self.slots.push_back(OwnedRequest::post(
             &comm.any_process(),
             self.stream.tag(),
-            arrival.buffer,
+            buffer,
         ));
-        Some((from, taken))
+    }
+
+    /// Posts again the slot taken and not posted yet, if any.
+    fn repost(&mut self, comm: &SimpleCommunicator) {
+        if let Some(buffer) = self.unposted.take() {
+            self.post(comm, buffer);
+        }
+    }
+
+    /// The look of an idle wait: tests the first receive (unless it was
+    /// found complete already) and remembers what it found for the poll.
+    fn look(&mut self) -> bool {
+        self.looked = Looked::Nothing;
+        let found = self.ready();
+        self.looked = Looked::after_look(found);
+        found
     }
 
     /// Tests every slot once; drops the completed ones.
@@ -173,11 +270,35 @@ impl Posted {
     }
 
     /// Has a message arrived on either lane? One `MPI_Test` per lane at
-    /// most.
+    /// most. The poll that follows does not test again what this found
+    /// (see [`Looked`]).
     pub(crate) fn any_ready(&mut self) -> bool {
         // Both lanes are tested: each test is also a round of MPI progress.
-        let control = self.rings[0].ready();
-        self.rings[1].ready() || control
+        let control = self.rings[0].look();
+        self.rings[1].look() || control
+    }
+
+    /// How many receives are posted on the control and the action lane's
+    /// tag (a slot found complete or taken and not posted again is not).
+    #[cfg(feature = "testing")]
+    pub(crate) fn posted_counts(&self) -> [usize; 2] {
+        self.rings.each_ref().map(|ring| ring.slots.len())
+    }
+
+    /// Forgets what the last look found: the owner is about to park, and
+    /// the look will be stale by the time it polls again.
+    pub(crate) fn forget_looks(&mut self) {
+        for ring in &mut self.rings {
+            ring.looked = Looked::Nothing;
+        }
+    }
+
+    /// Posts again the slots taken and not posted yet: once the sends of
+    /// the poll that took them are posted, and before the owner waits.
+    pub(crate) fn repost(&mut self, comm: &SimpleCommunicator) {
+        for ring in &mut self.rings {
+            ring.repost(comm);
+        }
     }
 
     /// Cancels every posted receive of both lanes and tests them until
@@ -188,6 +309,8 @@ impl Posted {
     pub(crate) fn cancel(&mut self, deadline: Instant) -> (u64, u64) {
         for ring in &mut self.rings {
             ring.arrived = None;
+            // Never posted again: not MPI's, nothing to cancel.
+            ring.unposted = None;
             ring.slots.iter_mut().for_each(OwnedRequest::cancel);
         }
         let mut rounds = 0;
@@ -215,11 +338,44 @@ impl Posted {
         let mut leaked = (0, 0);
         for ring in &mut self.rings {
             ring.arrived = None;
+            ring.unposted = None;
             let slots = ring.slots.len() as u64;
             leaked.0 += slots;
             leaked.1 += slots * SLOT as u64;
             ring.slots.clear();
         }
         leaked
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Looked;
+
+    #[test]
+    fn a_look_that_found_nothing_spares_the_next_test_only() {
+        let mut looked = Looked::after_look(false);
+        assert!(looked.skip_test(), "the poll right after the look");
+        assert!(!looked.skip_test(), "tests again after that");
+        assert_eq!(looked, Looked::Nothing);
+    }
+
+    #[test]
+    fn a_look_that_found_a_message_spares_the_test_after_its_take() {
+        let mut looked = Looked::after_look(true);
+        assert!(!looked.skip_test(), "the message itself is taken");
+        looked = looked.after_take();
+        assert!(looked.skip_test(), "the next receive is not tested");
+        assert!(!looked.skip_test());
+    }
+
+    #[test]
+    fn without_a_look_every_test_happens() {
+        let mut looked = Looked::Nothing;
+        assert!(!looked.skip_test());
+        looked = looked.after_take();
+        assert!(!looked.skip_test(), "a take outside a look spares nothing");
+        // A memo the poll did not consume is dropped by the next take.
+        assert_eq!(Looked::Empty.after_take(), Looked::Nothing);
     }
 }

@@ -58,6 +58,13 @@ impl MpiDriver {
         process.send_with_tag(tail, stream.large().tag());
     }
 
+    /// How many receives are posted on the control and the action lane's
+    /// tag right now (see `posted.rs`).
+    #[doc(hidden)]
+    pub fn posted_receives_for_tests(&self) -> [usize; 2] {
+        self.posted.posted_counts()
+    }
+
     /// How many messages this driver took from peers that broke the
     /// protocol and dropped unread.
     #[doc(hidden)]
