@@ -61,7 +61,9 @@ const BUSY_WHILE_STALLED: Duration = Duration::from_millis(10);
 /// the handle (control lane first) and post them as immediate sends, the
 /// small frames to each peer batched into one message (see
 /// `docs/mpi.md`), at most as many frames in flight per lane as the handle's
-/// queue holds; during a
+/// queue holds, and post again the receive slot the last poll took first
+/// from each lane (after the sends, so an answer is not held up by it);
+/// during a
 /// shutdown, once the handle is empty, post the goodbyes; then receive:
 /// on the control tag first, then the action tag, hand out completed
 /// messages and take new ones from the lane's posted receives (starting

@@ -33,12 +33,16 @@
 //!   ring's last posted slot, are posted again at once, so a burst keeps
 //!   the ring receiving.
 //! - The idle look ([`Posted::any_ready`]) tests both rings; the poll right
-//!   after it does not test again what the look has just tested: a ring
-//!   whose first receive the look found incomplete, and, once the message
-//!   the look found is taken, the ring's next receive ([`Looked`]). Each
-//!   test is a round of the library's progress. A message that arrives in
-//!   between is taken by the next poll, which the owner runs at once after
-//!   a poll that took something.
+//!   after it does not test the action ring again where the look has just
+//!   tested it: its first receive if the look found it incomplete, and,
+//!   once the message the look found is taken, the next one ([`Looked`]).
+//!   Each test is a round of the library's progress. Leaving one out bets
+//!   that nothing was matched in between; a message that was (by the
+//!   progress of the look's or the poll's other calls) is taken by the
+//!   next poll or look instead, and the runtime polls again at once after
+//!   a poll that took something. The control ring is tested by every poll,
+//!   so a cancellation matched before its request is still handed out
+//!   first.
 //!
 //! The rings are fixed when the driver starts ([`MpiConfig::posted_receives`]
 //! slots per lane) and are not counted as retained bytes: like the pooled
@@ -73,15 +77,14 @@ pub(crate) enum Taken {
     Announced(large::Announced),
 }
 
-/// What the owner's last idle look found at a ring's first receive, for
-/// the poll that follows: which test that poll leaves out.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// What the owner's last idle look found at the action ring's first
+/// receive, for the poll that follows: which test that poll leaves out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Looked {
     /// No look since the last test: test as usual.
-    #[default]
     Nothing,
     /// The look found the first receive incomplete: the next test is
-    /// left out (it answers "nothing yet").
+    /// left out, the look having just made it.
     Empty,
     /// The look found a message: once it is taken, the test of the next
     /// receive is left out.
@@ -215,8 +218,9 @@ impl Ring {
         }
     }
 
-    /// The look of an idle wait: tests the first receive (unless it was
-    /// found complete already) and remembers what it found for the poll.
+    /// The idle look at the action ring: tests the first receive (unless
+    /// it was found complete already) and remembers what it found for the
+    /// poll.
     fn look(&mut self) -> bool {
         self.looked = Looked::Nothing;
         let found = self.ready();
@@ -270,11 +274,12 @@ impl Posted {
     }
 
     /// Has a message arrived on either lane? One `MPI_Test` per lane at
-    /// most. The poll that follows does not test again what this found
-    /// (see [`Looked`]).
+    /// most. The poll that follows does not test the action ring again
+    /// where this just did (see [`Looked`]); it always tests the control
+    /// ring, which keeps the control lane first.
     pub(crate) fn any_ready(&mut self) -> bool {
         // Both lanes are tested: each test is also a round of MPI progress.
-        let control = self.rings[0].look();
+        let control = self.rings[0].ready();
         self.rings[1].look() || control
     }
 
