@@ -25,13 +25,13 @@
 //! Two things keep MPI calls off the path from a message's arrival to the
 //! answer the owner sends:
 //!
-//! - The first slot a poll takes from a ring is posted again only after
-//!   the poll's sends, when the driver next posts sends or polls, and
-//!   always before it waits ([`Posted::repost`]): posting a receive is a
-//!   library call on the path from the message to its answer, which
-//!   should not wait for it. Later slots taken in the same poll, and a
-//!   ring's last posted slot, are posted again at once, so a burst keeps
-//!   the ring receiving.
+//! - The first slot a poll takes from a ring is posted again only once
+//!   the answer can have gone out: after the sends of the next flush or
+//!   poll, and in any case before the owner waits ([`Posted::repost`]).
+//!   Posting a receive is a library call, and the answer to the message
+//!   just taken should not wait for it. Later slots taken in the same
+//!   poll, and a ring's last posted slot, are posted again at once, so a
+//!   burst keeps the ring receiving.
 //! - The idle look ([`Posted::any_ready`]) tests both rings; the poll right
 //!   after it does not test the action ring again where the look has just
 //!   tested it: its first receive if the look found it incomplete, and,
