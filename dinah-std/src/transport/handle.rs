@@ -350,7 +350,14 @@ impl TransportHandle {
     /// counted (in flight, its bytes retained) until
     /// [`complete_send`](Self::complete_send).
     pub fn pop_outgoing(&self, channel: Channel) -> Option<Outgoing> {
-        let outgoing = self.lane(channel).pop()?;
+        let lane = self.lane(channel);
+        // A driver pops until a lane is empty, so most rounds end on an
+        // empty lane: two loads see it, where `ArrayQueue::pop` would
+        // also issue a full fence on that path.
+        if lane.is_empty() {
+            return None;
+        }
+        let outgoing = lane.pop()?;
         self.shared.in_flight.fetch_add(1, Ordering::AcqRel);
         Some(outgoing)
     }
