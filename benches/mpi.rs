@@ -1,5 +1,7 @@
 //! The MPI transport against raw MPI, in one run: an 8-byte ping-pong with
-//! the `mpi` crate (immediate send and receive, `test()` polling), a dinah
+//! the `mpi` crate (immediate send and receive, `test()` polling), the
+//! same with each reply sent after a hop to a Rayon worker (the floor of a
+//! pooled handler), a dinah
 //! no-op action round trip with one call in flight, the same with 1,024 in
 //! flight (actions per second), each with the handler on a worker (pooled)
 //! and registered inline (run on the serving owner thread), and a payload
@@ -17,7 +19,7 @@
 //! With `--test` every measurement runs a few iterations only (a smoke
 //! check that the program works, not a measurement). A further argument
 //! that is not a flag selects the measurements whose key contains it
-//! (keys: `raw`, `raw-probe`, `round-trip-pooled`, `round-trip-inline`,
+//! (keys: `raw`, `raw-probe`, `raw-pool`, `round-trip-pooled`, `round-trip-inline`,
 //! `pipelined-pooled`, `pipelined-inline`, `sweep`; so `round-trip`
 //! selects both round trips). Each figure is the
 //! median of several batches. The goals (not assertions): a dinah round
@@ -163,6 +165,17 @@ fn main() -> Result<(), BoxError> {
         wanted("raw-probe")
             .then(|| median(plan.batches, || lane_pingpong(&world, plan.pingpongs, wait)))
     });
+    // The pool's one thread is the runtime's `workers_per_domain` below;
+    // the pool is gone before the runtime starts its own.
+    let pooled_8 = wanted("raw-pool").then(|| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .expect("a Rayon pool");
+        median(plan.batches, || {
+            pooled_pingpong(&world, &pool, plan.pingpongs)
+        })
+    });
     let raw_sweep: Vec<_> = SIZES
         .iter()
         .map(|&size| {
@@ -193,6 +206,14 @@ fn main() -> Result<(), BoxError> {
             "raw mpi 8 B ping-pong, received as the driver does",
             "raw mpi 8 B ping-pong, matched probes + immediate receive",
         ];
+        if let Some(pooled) = pooled_8 {
+            let ratio = pooled.as_secs_f64() / raw_8.as_secs_f64();
+            table.row(
+                "raw mpi 8 B ping-pong, each reply after a hop to a Rayon worker",
+                fmt_us(pooled),
+                format!("{ratio:.1}x raw: the floor that charges a pooled handler's hand-offs"),
+            );
+        }
         for (name, probed) in probe_rows.into_iter().zip(waited_8) {
             if let Some(probed) = probed {
                 let ratio = probed.as_secs_f64() / raw_8.as_secs_f64();
@@ -368,6 +389,52 @@ fn raw_pingpong(world: &SimpleCommunicator, size: usize, iterations: usize) -> D
                 mpi::request::scope(|scope| {
                     complete(peer.immediate_receive_into(scope, &mut receive[..]))
                 });
+                mpi::request::scope(|scope| complete(peer.immediate_send(scope, &send[..])));
+            }
+        }
+    }
+    let elapsed = start.elapsed();
+    world.barrier();
+    elapsed / iterations.max(1) as u32
+}
+
+/// The raw 8-byte ping-pong of [`raw_pingpong`] with a pooled handler's
+/// two hand-offs on the serving side: rank 1 spawns each request's no-op
+/// on `pool` (one Rayon worker), and its main thread, the only one that
+/// calls MPI (as the runtime's owner thread is), sends the reply once the
+/// worker has set a flag, which it polls yielding its core between looks,
+/// as the owner waits. The floor for dinah's pooled round trip; rank 0
+/// is as in the raw ping-pong. Other ranks only take part in the barrier.
+fn pooled_pingpong(
+    world: &SimpleCommunicator,
+    pool: &rayon::ThreadPool,
+    iterations: usize,
+) -> Duration {
+    let rank = world.rank();
+    let send = [0xa5u8; 8];
+    let mut receive = [0u8; 8];
+    let done = Arc::new(AtomicBool::new(false));
+    world.barrier();
+    let start = Instant::now();
+    if rank <= 1 {
+        let peer = world.process_at_rank(1 - rank);
+        for _ in 0..iterations {
+            if rank == 0 {
+                mpi::request::scope(|scope| {
+                    let received = peer.immediate_receive_into(scope, &mut receive[..]);
+                    let sent = peer.immediate_send(scope, &send[..]);
+                    complete(sent);
+                    complete(received);
+                });
+            } else {
+                mpi::request::scope(|scope| {
+                    complete(peer.immediate_receive_into(scope, &mut receive[..]))
+                });
+                let finished = Arc::clone(&done);
+                pool.spawn(move || finished.store(true, Ordering::Release));
+                while !done.swap(false, Ordering::Acquire) {
+                    std::thread::yield_now();
+                }
                 mpi::request::scope(|scope| complete(peer.immediate_send(scope, &send[..])));
             }
         }
