@@ -409,8 +409,7 @@ fn raw_pingpong(world: &SimpleCommunicator, size: usize, iterations: usize) -> D
 /// flag, which it polls yielding its core between looks, as the owner
 /// does before it parks. Rank 0 is as in the raw ping-pong; other ranks
 /// only take part in the barrier. What dinah's pooled round trip is set
-/// beside, not a floor: the worker's own way of idling varies its cost
-/// from run to run.
+/// beside, not a floor: its cost varies widely from run to run.
 fn pool_hop_pingpong(
     world: &SimpleCommunicator,
     pool: Option<&rayon::ThreadPool>,

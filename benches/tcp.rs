@@ -8,6 +8,10 @@
 //!   dinah's round trips, whose owner thread polls too while it waits;
 //! - `raw_ping_pong_8b`: the same over blocking sockets (context: each
 //!   side sleeps in the kernel until its message arrives);
+//! - `raw_spin_pool_hop_8b`: the polling ping-pong with each reply written
+//!   only after a no-op ran on a Rayon pool of the runtime's
+//!   `workers_per_domain` threads (the pool-hop reference: a pooled
+//!   handler's two hand-offs alone, context for `dinah_noop/1`);
 //! - `raw_pipelined_64b`: 64-byte request frames through a `BufWriter`,
 //!   1,024 in flight, echoed by a server that flushes its `BufWriter`
 //!   whenever its input is momentarily drained (the throughput floor);
@@ -377,6 +381,11 @@ fn latency(c: &mut Criterion) {
     });
     group.bench_function("raw_spin_ping_pong_8b", |b| {
         let mut raw = SpinPingPong::new(8);
+        b.iter_custom(timed(|n| raw.run(n)));
+    });
+    group.bench_function("raw_spin_pool_hop_8b", |b| {
+        let workers = usize::from(limits().workers_per_domain);
+        let mut raw = SpinPingPong::with_pool_hop(8, workers);
         b.iter_custom(timed(|n| raw.run(n)));
     });
     group.bench_function("transport_frames", |b| {

@@ -6,12 +6,17 @@
 //!   context);
 //! - [`SpinPingPong`]: the same exchange over non-blocking sockets that
 //!   both sides poll without ever sleeping, as dinah's owner thread does
-//!   while it waits (the honest floor for dinah's round trips);
+//!   while it waits (the honest floor for dinah's round trips); with a
+//!   pool hop ([`SpinPingPong::with_pool_hop`]), each reply waits for a
+//!   no-op on a Rayon worker (the pool-hop reference for a pooled
+//!   handler's round trip);
 //! - [`RawPipelined`]: 64-byte requests, a window in flight, through
 //!   buffered writers (the throughput floor).
 
 use std::io::{BufReader, BufWriter, ErrorKind, Read, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 
 /// A connected loopback pair with `TCP_NODELAY` on both ends.
@@ -165,12 +170,39 @@ pub(crate) struct SpinPingPong {
 
 impl SpinPingPong {
     pub(crate) fn new(len: usize) -> Self {
+        Self::start(len, None)
+    }
+
+    /// The pool-hop reference: the echo thread spawns each message's
+    /// no-op on a Rayon pool of `workers` threads and writes the reply
+    /// once the worker has set a flag, which it polls yielding its core
+    /// between looks, as dinah's owner does before it parks: a pooled
+    /// handler's two hand-offs with nothing else. What dinah's pooled
+    /// round trip is set beside, not a floor: its cost varies widely from
+    /// run to run.
+    pub(crate) fn with_pool_hop(len: usize, workers: usize) -> Self {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(workers)
+            .build()
+            .unwrap();
+        Self::start(len, Some(pool))
+    }
+
+    fn start(len: usize, pool: Option<rayon::ThreadPool>) -> Self {
         let (client, mut server) = socket_pair();
         client.set_nonblocking(true).unwrap();
         server.set_nonblocking(true).unwrap();
         let echo = std::thread::spawn(move || {
             let mut message = vec![0u8; len];
+            let done = Arc::new(AtomicBool::new(false));
             while spin_read_exact(&mut server, &mut message).is_ok() {
+                if let Some(pool) = &pool {
+                    let finished = Arc::clone(&done);
+                    pool.spawn(move || finished.store(true, Ordering::Release));
+                    while !done.swap(false, Ordering::Acquire) {
+                        std::thread::yield_now();
+                    }
+                }
                 if spin_write_all(&mut server, &message).is_err() {
                     return;
                 }

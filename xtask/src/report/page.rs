@@ -270,15 +270,20 @@ fn tcp(page: &mut String, r: &Results, links: &Links<'_>) {
          Two ranks over loopback as two threads of one process. The floor for a \
          round trip is a ping-pong over non-blocking sockets that both sides \
          poll without sleeping, as dinah's owner thread does while it waits; \
-         the blocking ping-pong is context.\n\n\
+         the blocking ping-pong is context, and so is the pool-hop reference, \
+         the polling ping-pong with a pooled handler's two hand-offs added \
+         (beside the pooled row: not a floor, its cost varies widely from \
+         run to run).\n\n\
          | round trip, 1 in flight | time (ratio to the polling floor) |\n| --- | --- |\n\
          | raw ping-pong, polling (floor) | {} |\n\
          | raw ping-pong, blocking | {} |\n\
+         | raw ping-pong, polling, each reply after a no-op on a Rayon pool (pool-hop reference) | {} |\n\
          | transport alone, no runtime | {} |\n\
          | dinah no-op, inline | {} |\n\
          | dinah no-op, pooled | {} |\n\n",
         time_or_dash(r, &floor),
         vs(r, &id("raw_ping_pong_8b"), &floor),
+        vs(r, &id("raw_spin_pool_hop_8b"), &floor),
         vs(r, &id("transport_frames"), &floor),
         vs(r, &id("dinah_noop_inline/1"), &floor),
         vs(r, &id("dinah_noop/1"), &floor),
