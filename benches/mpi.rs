@@ -160,7 +160,9 @@ fn main() -> Result<(), BoxError> {
     let rank = world.rank();
     let mut table = Table::default();
     // Raw MPI first, before dinah's runtime threads exist.
-    let raw_8 = median(plan.batches, || raw_pingpong(&world, 8, plan.pingpongs));
+    let raw_8 = median(plan.batches, || {
+        raw_pingpong(&world, 8, plan.pingpongs, None)
+    });
     let waited_8 = [RawWait::AsTheDriver, RawWait::MatchedProbes].map(|wait| {
         wanted("raw-probe")
             .then(|| median(plan.batches, || lane_pingpong(&world, plan.pingpongs, wait)))
@@ -176,7 +178,7 @@ fn main() -> Result<(), BoxError> {
                 .expect("a Rayon pool")
         });
         median(plan.batches, || {
-            pool_hop_pingpong(&world, pool.as_ref(), plan.pingpongs)
+            raw_pingpong(&world, 8, plan.pingpongs, pool.as_ref())
         })
     });
     let raw_sweep: Vec<_> = SIZES
@@ -186,7 +188,7 @@ fn main() -> Result<(), BoxError> {
                 return Duration::ZERO;
             }
             median(plan.batches, || {
-                raw_pingpong(&world, size, plan.sweep_iterations)
+                raw_pingpong(&world, size, plan.sweep_iterations, None)
             })
         })
         .collect();
@@ -372,52 +374,24 @@ fn start_runtime(world: &SimpleCommunicator, stop: &Arc<AtomicBool>) -> Result<R
 /// Mean round trip of `iterations` ping-pongs of `size` bytes between
 /// ranks 0 and 1 with immediate sends and receives completed by polling
 /// `test()`. Other ranks only take part in the barrier.
-fn raw_pingpong(world: &SimpleCommunicator, size: usize, iterations: usize) -> Duration {
+///
+/// With a `hop` pool (given on rank 1 only), this is the pool-hop
+/// reference: a pooled handler's two hand-offs on the serving side. Rank 1
+/// spawns each request's no-op on the pool, and its main thread, the only
+/// one that calls MPI (as the runtime's owner thread is), sends the reply
+/// once the worker has set a flag, which it polls yielding its core
+/// between looks, as the owner does before it parks. What dinah's pooled
+/// round trip is set beside, not a floor: its cost varies widely from run
+/// to run.
+fn raw_pingpong(
+    world: &SimpleCommunicator,
+    size: usize,
+    iterations: usize,
+    hop: Option<&rayon::ThreadPool>,
+) -> Duration {
     let rank = world.rank();
     let send = vec![0xa5u8; size];
     let mut receive = vec![0u8; size];
-    world.barrier();
-    let start = Instant::now();
-    if rank <= 1 {
-        let peer = world.process_at_rank(1 - rank);
-        for _ in 0..iterations {
-            if rank == 0 {
-                mpi::request::scope(|scope| {
-                    let received = peer.immediate_receive_into(scope, &mut receive[..]);
-                    let sent = peer.immediate_send(scope, &send[..]);
-                    complete(sent);
-                    complete(received);
-                });
-            } else {
-                mpi::request::scope(|scope| {
-                    complete(peer.immediate_receive_into(scope, &mut receive[..]))
-                });
-                mpi::request::scope(|scope| complete(peer.immediate_send(scope, &send[..])));
-            }
-        }
-    }
-    let elapsed = start.elapsed();
-    world.barrier();
-    elapsed / iterations.max(1) as u32
-}
-
-/// The pool-hop reference: the raw 8-byte ping-pong of [`raw_pingpong`]
-/// with a pooled handler's two hand-offs on the serving side. Rank 1
-/// spawns each request's no-op on `pool` (one Rayon worker, rank 1's
-/// only), and its main thread, the only one that calls MPI (as the
-/// runtime's owner thread is), sends the reply once the worker has set a
-/// flag, which it polls yielding its core between looks, as the owner
-/// does before it parks. Rank 0 is as in the raw ping-pong; other ranks
-/// only take part in the barrier. What dinah's pooled round trip is set
-/// beside, not a floor: its cost varies widely from run to run.
-fn pool_hop_pingpong(
-    world: &SimpleCommunicator,
-    pool: Option<&rayon::ThreadPool>,
-    iterations: usize,
-) -> Duration {
-    let rank = world.rank();
-    let send = [0xa5u8; 8];
-    let mut receive = [0u8; 8];
     let done = Arc::new(AtomicBool::new(false));
     world.barrier();
     let start = Instant::now();
@@ -435,11 +409,12 @@ fn pool_hop_pingpong(
                 mpi::request::scope(|scope| {
                     complete(peer.immediate_receive_into(scope, &mut receive[..]))
                 });
-                let finished = Arc::clone(&done);
-                pool.expect("rank 1 has the pool")
-                    .spawn(move || finished.store(true, Ordering::Release));
-                while !done.swap(false, Ordering::Acquire) {
-                    std::thread::yield_now();
+                if let Some(pool) = hop {
+                    let finished = Arc::clone(&done);
+                    pool.spawn(move || finished.store(true, Ordering::Release));
+                    while !done.swap(false, Ordering::Acquire) {
+                        std::thread::yield_now();
+                    }
                 }
                 mpi::request::scope(|scope| complete(peer.immediate_send(scope, &send[..])));
             }
