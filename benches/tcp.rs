@@ -16,9 +16,13 @@
 //!   1,024 in flight, echoed by a server that flushes its `BufWriter`
 //!   whenever its input is momentarily drained (the throughput floor);
 //! - `dinah_noop/1` and `dinah_noop/1024`: a no-op action's round trip
-//!   through two runtimes over the TCP transport, 1 and 1,024 in flight,
-//!   the handler on a worker domain; `dinah_noop_inline/*` the same with
-//!   the handler registered inline (run on the serving owner thread);
+//!   through two runtimes over the TCP transport, 1 and 1,024 in flight
+//!   (a sliding window, as the floors below keep theirs), the handler on
+//!   a worker domain; `dinah_noop_inline/*` the same with the handler
+//!   registered inline (run on the serving owner thread);
+//! - `dinah_noop_batches/1024` and `dinah_noop_inline_batches/1024`: the
+//!   same calls spawned 1,024 at a time and each batch waited for whole
+//!   before the next (context: the window empties between batches);
 //! - `transport_frames` and `transport_frames/1024`: the runtime's request
 //!   and result frames for the no-op pushed through the TCP transport by
 //!   hand, with no runtime, 1 and 1,024 in flight (what the transport
@@ -32,6 +36,7 @@
 //! and at least half of `raw_pipelined_64b`'s request rate; a 1 MiB echo
 //! at 0.9x or more of the faster raw floor's bandwidth.
 
+use std::collections::VecDeque;
 use std::hint::black_box;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -146,18 +151,41 @@ impl Pair {
         self.client_side.as_mut().expect("running")
     }
 
-    /// Runs `n` no-op calls with `in_flight` outstanding at a time.
+    /// Runs `n` no-op calls with up to `in_flight` outstanding: a sliding
+    /// window, as the transport-alone and raw rows keep theirs (each
+    /// answer lets the next call go, so the window stays full).
     fn noop(&mut self, n: u64, in_flight: u64) {
         let runtime = self.runtime();
         let client = runtime.client();
         let peer = Rank::new(1, runtime.world()).unwrap();
-        // One buffer for every batch of this run: the harness allocates
-        // once per run, not once per batch (the allocation count and, with
-        // one call in flight, the time are the runtime's alone).
-        let mut futures = Vec::with_capacity(usize::try_from(in_flight).unwrap_or(0));
+        let window = in_flight.min(n);
+        // One buffer per run: the harness allocates once per run, not per
+        // call (the allocation count and, with one call in flight, the
+        // time are the runtime's alone).
+        let mut futures = VecDeque::with_capacity(usize::try_from(window).unwrap_or(0));
+        futures.extend((0..window).map(|i| client.spawn_on(peer, Noop(i))));
+        let mut issued = window;
+        while let Some(future) = futures.pop_front() {
+            black_box(runtime.block_on(future).unwrap());
+            if issued < n {
+                futures.push_back(client.spawn_on(peer, Noop(issued)));
+                issued += 1;
+            }
+        }
+    }
+
+    /// Runs `n` no-op calls in batches of `size`: each batch is spawned
+    /// whole, then waited for call by call, so the rank that waits idles
+    /// between batches (the join-all pattern, context for
+    /// [`noop`](Self::noop)'s window).
+    fn noop_batches(&mut self, n: u64, size: u64) {
+        let runtime = self.runtime();
+        let client = runtime.client();
+        let peer = Rank::new(1, runtime.world()).unwrap();
+        let mut futures = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
         let mut done = 0;
         while done < n {
-            let batch = in_flight.min(n - done);
+            let batch = size.min(n - done);
             futures.extend((0..batch).map(|i| client.spawn_on(peer, Noop(i))));
             for future in futures.drain(..) {
                 black_box(runtime.block_on(future).unwrap());
@@ -424,6 +452,14 @@ fn throughput(c: &mut Criterion) {
     group.bench_function(BenchmarkId::new("dinah_noop_inline", 1024), |b| {
         let mut pair = Pair::new(true);
         b.iter_custom(timed(|n| pair.noop(n, 1024)));
+    });
+    group.bench_function(BenchmarkId::new("dinah_noop_batches", 1024), |b| {
+        let mut pair = Pair::new(false);
+        b.iter_custom(timed(|n| pair.noop_batches(n, 1024)));
+    });
+    group.bench_function(BenchmarkId::new("dinah_noop_inline_batches", 1024), |b| {
+        let mut pair = Pair::new(true);
+        b.iter_custom(timed(|n| pair.noop_batches(n, 1024)));
     });
     group.finish();
 }

@@ -294,13 +294,21 @@ fn tcp(page: &mut String, r: &Results, links: &Links<'_>) {
     };
     let _ = write!(
         page,
-        "| 1,024 in flight | rate |\n| --- | --- |\n\
+        "Every 1,024-in-flight row keeps a sliding window (each answer lets the \
+         next request go), except the two batch rows, context: there, 1,024 \
+         calls are spawned at once and all waited for before the next batch, \
+         so the window empties between batches.\n\n\
+         | 1,024 in flight | rate |\n| --- | --- |\n\
          | raw pipelined 64-byte echo | {} |\n| transport alone | {} |\n\
-         | dinah no-op, inline | {} |\n| dinah no-op, pooled | {} |\n\n",
+         | dinah no-op, inline | {} |\n| dinah no-op, pooled | {} |\n\
+         | dinah no-op, inline, batches of 1,024 | {} |\n\
+         | dinah no-op, pooled, batches of 1,024 | {} |\n\n",
         rate("raw_pipelined_64b/1024"),
         rate("transport_frames/1024"),
         rate("dinah_noop_inline/1024"),
         rate("dinah_noop/1024"),
+        rate("dinah_noop_inline_batches/1024"),
+        rate("dinah_noop_batches/1024"),
     );
     page.push_str(
         "The payload rows echo one buffer back and forth: the raw ping-pongs \
