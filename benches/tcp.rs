@@ -445,22 +445,24 @@ fn throughput(c: &mut Criterion) {
         let mut pair = FramePair::new(8);
         b.iter_custom(timed(|n| pair.pipelined(n, 1024)));
     });
-    group.bench_function(BenchmarkId::new("dinah_noop", 1024), |b| {
-        let mut pair = Pair::new(false);
-        b.iter_custom(timed(|n| pair.noop(n, 1024)));
-    });
-    group.bench_function(BenchmarkId::new("dinah_noop_inline", 1024), |b| {
-        let mut pair = Pair::new(true);
-        b.iter_custom(timed(|n| pair.noop(n, 1024)));
-    });
-    group.bench_function(BenchmarkId::new("dinah_noop_batches", 1024), |b| {
-        let mut pair = Pair::new(false);
-        b.iter_custom(timed(|n| pair.noop_batches(n, 1024)));
-    });
-    group.bench_function(BenchmarkId::new("dinah_noop_inline_batches", 1024), |b| {
-        let mut pair = Pair::new(true);
-        b.iter_custom(timed(|n| pair.noop_batches(n, 1024)));
-    });
+    // The window rows, then the batch rows (context); pooled, then inline.
+    for (name, inline, batches) in [
+        ("dinah_noop", false, false),
+        ("dinah_noop_inline", true, false),
+        ("dinah_noop_batches", false, true),
+        ("dinah_noop_inline_batches", true, true),
+    ] {
+        group.bench_function(BenchmarkId::new(name, 1024), |b| {
+            let mut pair = Pair::new(inline);
+            b.iter_custom(timed(|n| {
+                if batches {
+                    pair.noop_batches(n, 1024);
+                } else {
+                    pair.noop(n, 1024);
+                }
+            }));
+        });
+    }
     group.finish();
 }
 
