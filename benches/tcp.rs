@@ -29,7 +29,8 @@
 //!   alone allows);
 //! - `tcp_payload/{raw,raw_spin,transport,dinah}/N`: an N-byte echo, 8 B
 //!   to 4 MiB, one in flight; `tcp_payload/dinah_f64/N` the dinah echo of
-//!   the same bytes as a `Vec<f64>`.
+//!   the same bytes as a `Vec<f64>`, `tcp_payload/dinah_f64_pair/N` as two
+//!   `Vec<f64>` of N/2 bytes each (the first a middle part of its frame).
 //!
 //! Goals (not assertions): `dinah_noop_inline/1` within 1.3x
 //! `raw_spin_ping_pong_8b`; `dinah_noop/1024` at 500,000 actions/s or more
@@ -47,7 +48,7 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group};
 use dinah_core::wire::{Call, Channel, Message, RelativeDeadline};
 use dinah_core::{ActionId, DomainId, ProtocolLimits, Rank, RequestId, RuntimeLimits, WorldSize};
 use dinah_std::transport::{TransportDriver, TransportEvent, TransportHandle, frame_buffers};
-use dinah_std::{Action, Runtime};
+use dinah_std::{Action, CodecError, Runtime, SegmentReader, SegmentWriter, WireValue, schema_id};
 use dinah_tcp::{Membership, TcpTransport};
 
 #[path = "support/echo.rs"]
@@ -58,6 +59,32 @@ mod noop;
 mod raw_tcp;
 use echo::{Echo, EchoF64};
 use noop::{Noop, raw_frame};
+
+/// Sends two vectors of numbers back: an HPC call with two arrays, whose
+/// first travels as a middle part of its frame and whose second as the
+/// frame's tail (see `dinah_std::transport::Frame`).
+struct EchoF64Pair(Vec<f64>, Vec<f64>);
+
+impl WireValue for EchoF64Pair {
+    const SCHEMA_ID: u64 = schema_id("bench.EchoF64Pair/1");
+    fn encode(&self, out: &mut SegmentWriter) -> Result<(), CodecError> {
+        self.0.encode(out)?;
+        self.1.encode(out)
+    }
+    fn encode_owned(self, out: &mut SegmentWriter) -> Result<(), CodecError> {
+        self.0.encode_owned(out)?;
+        self.1.encode_owned(out)
+    }
+    fn decode(input: &mut SegmentReader<'_>) -> Result<Self, CodecError> {
+        let first = Vec::<f64>::decode(input)?;
+        Vec::<f64>::decode(input).map(|second| EchoF64Pair(first, second))
+    }
+}
+
+impl Action for EchoF64Pair {
+    const ID: u128 = 0xbe4c_0006;
+    type Output = (Vec<f64>, Vec<f64>);
+}
 use raw_tcp::{RawPingPong, RawPipelined, SpinPingPong};
 
 fn cfg() -> dinah_tcp::TcpConfig {
@@ -102,6 +129,8 @@ fn builder(inline: bool) -> dinah_std::RuntimeBuilder {
             .register::<Echo, _>(|Echo(bytes)| Ok(bytes))
             .unwrap()
             .register::<EchoF64, _>(|EchoF64(numbers)| Ok(numbers))
+            .unwrap()
+            .register::<EchoF64Pair, _>(|EchoF64Pair(a, b)| Ok((a, b)))
             .unwrap();
     }
     builder
@@ -225,6 +254,24 @@ impl Pair {
                 .block_on(client.spawn_on(peer, EchoF64(message)))
                 .unwrap();
             assert_eq!(message.len(), len / 8);
+        }
+        start.elapsed()
+    }
+
+    /// [`echo_f64`](Self::echo_f64) of the same bytes as two vectors of
+    /// `len / 16` numbers each.
+    fn echo_f64_pair(&mut self, n: u64, len: usize) -> Duration {
+        let runtime = self.runtime();
+        let client = runtime.client();
+        let peer = Rank::new(1, runtime.world()).unwrap();
+        let mut message = (vec![0.5f64; len / 16], vec![0.25f64; len / 16]);
+        let start = Instant::now();
+        for _ in 0..n {
+            let (a, b) = message;
+            message = runtime
+                .block_on(client.spawn_on(peer, EchoF64Pair(a, b)))
+                .unwrap();
+            assert_eq!(message.1.len(), len / 16);
         }
         start.elapsed()
     }
@@ -498,6 +545,10 @@ fn payloads(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new("dinah_f64", len), &len, |b, &len| {
             let mut pair = Pair::new(false);
             b.iter_custom(|n| pair.echo_f64(n, len));
+        });
+        group.bench_with_input(BenchmarkId::new("dinah_f64_pair", len), &len, |b, &len| {
+            let mut pair = Pair::new(false);
+            b.iter_custom(|n| pair.echo_f64_pair(n, len));
         });
     }
     group.finish();

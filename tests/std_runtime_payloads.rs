@@ -2,9 +2,10 @@
 //! least `DETACH_FROM` bytes in an action's last segment goes from the
 //! caller's value to the handler's argument, and from the handler's
 //! output to the caller's result, in the same allocation, over the
-//! in-memory transport (which moves frames as they are). Smaller values,
-//! and large ones followed by another segment, are copied and arrive
-//! intact.
+//! in-memory transport (which moves frames as they are). Smaller values
+//! are copied and arrive intact, and so do large ones followed by another
+//! segment (sent from their own buffer, joined to the frame's head on
+//! arrival).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -29,7 +30,7 @@ struct Locate {
 #[action(name = "test.payloads.LocateInline/1", output = (u64, u64))]
 struct LocateInline(Vec<u8>);
 
-/// The large segment first: it is copied next to the one after it.
+/// The large segment first: it is joined to the frame's head on arrival.
 #[derive(WireValue, Action)]
 #[wire(name = "test.payloads.Reordered/1")]
 #[action(name = "test.payloads.Reordered/1", output = (u64, u64))]
@@ -167,5 +168,5 @@ fn calls(runtime: &mut Runtime) {
         .block_on(client.spawn_on(peer, Reordered { bytes, label }))
         .unwrap();
     assert_eq!(back.1, sum);
-    assert_ne!(back.0, at, "not the last segment: copied");
+    assert_ne!(back.0, at, "not the last segment: copied on arrival");
 }

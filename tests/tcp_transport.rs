@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use dinah_core::wire::{Call, Channel, Header, Message, RelativeDeadline, encode_frame};
 use dinah_core::{ActionId, DomainId, Fingerprint, ProtocolLimits, Rank, RequestId, WorldSize};
 use dinah_std::transport::{
-    DownReason, HandleConfig, PeerStatus, SendErrorKind, TransportDriver, TransportError,
-    TransportEvent, TransportHandle, TransportHello,
+    DownReason, Frame, HandleConfig, PeerStatus, SendErrorKind, Tail, TransportDriver,
+    TransportError, TransportEvent, TransportHandle, TransportHello,
 };
 use dinah_tcp::{Membership, TcpConfig, TcpDriver, TcpError, TcpTransport};
 
@@ -356,6 +356,66 @@ fn large_frames_arrive_intact() {
     });
     let received: Vec<_> = nodes[1].frames().map(|f| f.2.to_vec()).collect();
     assert_eq!(received, frames);
+}
+
+/// A request frame from `origin` with `segments`, whole, and held as a
+/// head with the segments at `apart` in buffers of their own (middle
+/// parts, and the tail if the last is among them).
+fn scattered(origin: Rank, seq: u64, segments: &[&[u8]], apart: &[usize]) -> (Vec<u8>, Frame) {
+    let deadline = RelativeDeadline::from_duration(Duration::from_secs(60)).unwrap();
+    let message = Message::Request {
+        call: call(seq),
+        deadline,
+    };
+    let header = Header::new(origin, message, segments, &ProtocolLimits::DEFAULT).unwrap();
+    let mut whole = vec![0; header.frame_len()];
+    encode_frame(&header, segments, &mut whole).unwrap();
+    let mut head = whole[..header.head_len()].to_vec();
+    let (mut middle, mut tail) = (Vec::new(), Vec::new());
+    for (i, segment) in segments.iter().enumerate() {
+        if !apart.contains(&i) {
+            head.extend_from_slice(segment);
+        } else if i + 1 == segments.len() {
+            tail = segment.to_vec();
+        } else {
+            middle.push((head.len(), Tail::from(segment.to_vec())));
+        }
+    }
+    (whole, Frame::with_middle(head, middle, tail))
+}
+
+#[test]
+fn frames_held_in_several_parts_arrive_as_their_bytes() {
+    let mut nodes = connect(2, TcpConfig::default(), roomy());
+    let (zero, one) = (nodes[0].rank(), nodes[1].rank());
+    let (big, other, small) = (vec![1_u8; 1 << 20], vec![2_u8; 70_000], b"small");
+    let shapes: [(&[&[u8]], &[usize]); 4] = [
+        (&[small, &big, small, &other], &[1, 3]),
+        (&[&big, small], &[0]),
+        (&[&big, &other, &big], &[0, 1]),
+        (&[small, &other], &[1]),
+    ];
+    let mut expected = Vec::new();
+    for (seq, (segments, apart)) in shapes.iter().enumerate() {
+        let (whole, frame) = scattered(zero, seq as u64, segments, apart);
+        assert!(frame.bytes_eq(&whole));
+        nodes[0]
+            .handle
+            .try_send(one, Channel::Action, frame)
+            .unwrap();
+        // A small whole frame between them.
+        let small = request(zero, 100 + seq as u64, 3);
+        nodes[0]
+            .handle
+            .try_send(one, Channel::Action, small.clone())
+            .unwrap();
+        expected.extend([whole, small]);
+    }
+    pump(&mut nodes, "the frames", |nodes| {
+        nodes[1].frames().count() == expected.len()
+    });
+    let received: Vec<_> = nodes[1].frames().map(|f| f.2.to_vec()).collect();
+    assert_eq!(received, expected);
 }
 
 #[test]

@@ -227,6 +227,10 @@ impl Coalescer {
         mut post: impl FnMut(Rank, Batch),
     ) {
         let slot = &mut self.staged[to.index()];
+        // A frame's middle parts travel in its head: only its last segment
+        // is sent (and received) as a message of its own.
+        let mut frame = frame;
+        frame.settle();
         if frame.is_split() {
             if let Some(staged) = slot.take() {
                 self.frames -= staged.frames();
@@ -414,6 +418,40 @@ mod tests {
             address,
             "the tail is not copied"
         );
+    }
+
+    #[test]
+    fn middle_parts_are_joined_into_the_head_and_the_tail_kept() {
+        let mut coalescer = Coalescer::new(world(2));
+        let mut pool = BufferPool::new();
+        let mut posted = Vec::new();
+        let tail = vec![9_u8; 1 << 17];
+        let address = tail.as_ptr();
+        let middle = vec![(4, Tail::from(vec![5_u8; 1 << 16]))];
+        let frame = Frame::with_middle(vec![2; 30], middle, tail);
+        let bytes = frame.to_vec();
+        coalescer.push(rank(1), frame, &mut pool, |_, batch| posted.push(batch));
+        assert_eq!(posted.len(), 1);
+        let split = &posted[0];
+        assert_eq!(split.frame_bytes, bytes.len());
+        assert_eq!(
+            split.bytes,
+            bytes[..30 + (1 << 16)],
+            "the middle part in the head"
+        );
+        assert_eq!(
+            split.tail.as_bytes().as_ptr(),
+            address,
+            "the tail is not copied"
+        );
+        // With the last segment in the head, the frame is posted whole.
+        let middle = vec![(4, Tail::from(vec![5_u8; 1 << 16]))];
+        let frame = Frame::with_middle(vec![2; 30], middle, Vec::new());
+        let bytes = frame.to_vec();
+        coalescer.push(rank(1), frame, &mut pool, |_, batch| posted.push(batch));
+        assert_eq!(posted.len(), 2, "a large frame is posted at once");
+        assert_eq!(posted[1].bytes, bytes);
+        assert!(posted[1].tail.is_empty());
     }
 
     #[test]

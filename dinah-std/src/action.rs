@@ -114,7 +114,7 @@ pub trait WireValue: Sized + Send + 'static {
 
     /// Appends this value's segments to `out`, consuming the value, which
     /// lets a large buffer it owns travel without a copy (a `Vec<u8>` of
-    /// at least [`DETACH_FROM`] bytes in the last segment, see
+    /// at least [`DETACH_FROM`] bytes, see
     /// [`SegmentWriter::push_owned`]). The bytes written are exactly
     /// [`encode`](Self::encode)'s: the runtime calls this for the
     /// arguments and outputs of actions. The default calls `encode`; the

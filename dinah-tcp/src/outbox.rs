@@ -68,7 +68,7 @@ impl Outbox {
 
     /// Writes queued frames to `stream` without blocking, up to about
     /// `max_bytes`, gathering up to 64 slices per `sendmsg` (a split
-    /// frame's head and tail are written from their own buffers). Each frame
+    /// frame's parts are written from their own buffers). Each frame
     /// taken from the handle is completed on `handle` once fully written.
     ///
     /// # Errors
@@ -86,8 +86,11 @@ impl Outbox {
             let mut slices = [IoSlice::new(&[]); MAX_SLICES];
             let mut count = 0;
             let mut gathered = 0;
-            for (i, pending) in self.frames.iter().enumerate() {
-                let skip = if i == 0 { self.offset } else { 0 };
+            'gather: for (i, pending) in self.frames.iter().enumerate() {
+                // Each part from its own buffer (a split frame's head,
+                // middle parts and tail); the first frame's written bytes
+                // skipped.
+                let mut skip = if i == 0 { self.offset } else { 0 };
                 let frame = &pending.frame;
                 if !frame.is_split() {
                     if count == MAX_SLICES {
@@ -96,20 +99,23 @@ impl Outbox {
                     slices[count] = IoSlice::new(&frame.head()[skip..]);
                     count += 1;
                     gathered += frame.head().len() - skip;
-                } else {
-                    // Head and tail, each from its own buffer (the head
-                    // may be written already).
-                    if count + 2 > MAX_SLICES {
+                    if gathered >= max_bytes {
                         break;
                     }
-                    let (head, tail) = (frame.head(), frame.tail());
-                    let head = head.get(skip..).unwrap_or_default();
-                    let tail = &tail[skip.saturating_sub(frame.head().len())..];
-                    for part in [head, tail].into_iter().filter(|part| !part.is_empty()) {
-                        slices[count] = IoSlice::new(part);
-                        count += 1;
-                        gathered += part.len();
+                    continue;
+                }
+                for part in frame.wire_parts() {
+                    if skip >= part.len() {
+                        skip -= part.len();
+                        continue;
                     }
+                    if count == MAX_SLICES {
+                        break 'gather;
+                    }
+                    slices[count] = IoSlice::new(&part[skip..]);
+                    count += 1;
+                    gathered += part.len() - skip;
+                    skip = 0;
                 }
                 if gathered >= max_bytes {
                     break;

@@ -174,6 +174,15 @@ wire_newtype!(
     0xc0f0_0011,
     Vec<u16>
 );
+// Two vectors and a number after them: every large vector travels in its
+// own allocation, the first as a middle part of its frame. The handler
+// answers `(x, a * x + y)` for `(x, y, a)`.
+wire_newtype!(
+    Axpy((Vec<f64>, Vec<f64>, f64)),
+    "conformance.Axpy/1",
+    0xc0f0_0012,
+    (Vec<f64>, Vec<f64>)
+);
 
 /// One item of a [`Catalog`].
 #[derive(WireValue, Debug, Clone, PartialEq)]
@@ -277,6 +286,12 @@ pub(crate) fn register(builder: &mut RuntimeBuilder, state: &Arc<RankState>) {
         .unwrap();
     builder
         .register_in::<EchoU16, _>(WORK, |EchoU16(numbers)| Ok(numbers))
+        .unwrap();
+    builder
+        .register_in::<Axpy, _>(WORK, |Axpy((x, mut y, a))| {
+            y.iter_mut().zip(&x).for_each(|(y, x)| *y += a * x);
+            Ok((x, y))
+        })
         .unwrap();
     builder
         .register_in::<Catalog, _>(WORK, |mut catalog: Catalog| {
@@ -1255,6 +1270,11 @@ pub(crate) fn large_payloads(ctx: &mut RankCtx) -> Ending {
             assert!(back.expect("f64 echo") == numbers, "{count} f64s");
             let back = ctx.wait(client.spawn_on(rank, EchoU16(halves.clone())));
             assert!(back.expect("u16 echo") == halves, "{} u16s", 4 * count);
+            let y: Vec<f64> = numbers.iter().map(|x| x * 3.0).collect();
+            let expected: Vec<f64> = numbers.iter().map(|x| x * 5.0).collect();
+            let axpy = Axpy((numbers.clone(), y, 2.0));
+            let (x, sum) = ctx.wait(client.spawn_on(rank, axpy)).expect("axpy");
+            assert!(x == numbers && sum == expected, "axpy of {count}");
         }
     }
     let item = |i: u32| Item {

@@ -236,6 +236,76 @@ impl Header {
         L: IntoIterator<Item = usize>,
         L::IntoIter: ExactSizeIterator,
     {
+        Self::packed_apart(origin, message, lens, payload, tail, true, limits)
+    }
+
+    /// [`Header::packed`] for a payload some of whose segments, `detached`
+    /// bytes together, are held apart from `payload` (the other segments
+    /// back to back), anywhere in the payload: a sender that writes the
+    /// frame from several buffers (a vectored write) need not copy them
+    /// next to its head. `lens` gives every segment's length in order,
+    /// the detached ones' included. The header is the one of the whole
+    /// payload; which segments were held apart is not part of it.
+    ///
+    /// # Errors
+    ///
+    /// As [`Header::packed`] for the payload of `payload.len() + detached`
+    /// bytes, and [`ProtocolError::MisplacedSplit`] if a non-zero
+    /// `detached` belongs to an error message (its text is never held
+    /// apart).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dinah_core::wire::{Call, Header, Message};
+    /// use dinah_core::{ActionId, DomainId, ProtocolLimits, Rank, RequestId};
+    ///
+    /// let limits = ProtocolLimits::DEFAULT;
+    /// let call = Call {
+    ///     request: RequestId::MIN,
+    ///     action: ActionId::MIN,
+    ///     domain: DomainId::MIN,
+    ///     trace: None,
+    /// };
+    /// let message = Message::Result { call };
+    /// // The first segment ("big") is held apart, "tail" is inline.
+    /// let apart = Header::packed_with_detached(Rank::ZERO, message, [3, 4], b"tail", 3, &limits)?;
+    /// let whole: [&[u8]; 2] = [b"big", b"tail"];
+    /// assert_eq!(apart, Header::new(Rank::ZERO, message, &whole, &limits)?);
+    /// # Ok::<(), dinah_core::wire::ProtocolError>(())
+    /// ```
+    #[inline]
+    pub fn packed_with_detached<L>(
+        origin: Rank,
+        message: Message,
+        lens: L,
+        payload: &[u8],
+        detached: usize,
+        limits: &ProtocolLimits,
+    ) -> Result<Self, ProtocolError>
+    where
+        L: IntoIterator<Item = usize>,
+        L::IntoIter: ExactSizeIterator,
+    {
+        Self::packed_apart(origin, message, lens, payload, detached, false, limits)
+    }
+
+    /// [`Header::packed`] for `payload` and `apart` more bytes held apart:
+    /// the last segment (`last_only`) or any segments.
+    #[inline]
+    fn packed_apart<L>(
+        origin: Rank,
+        message: Message,
+        lens: L,
+        payload: &[u8],
+        tail: usize,
+        last_only: bool,
+        limits: &ProtocolLimits,
+    ) -> Result<Self, ProtocolError>
+    where
+        L: IntoIterator<Item = usize>,
+        L::IntoIter: ExactSizeIterator,
+    {
         let lens = lens.into_iter();
         let count = u16::try_from(lens.len()).unwrap_or(u16::MAX);
         let total = payload.len() as u64 + tail as u64;
@@ -255,7 +325,7 @@ impl Header {
                 sum,
             });
         }
-        if tail > 0 && (last as usize != tail || kind == MessageKind::Error) {
+        if tail > 0 && ((last_only && last as usize != tail) || kind == MessageKind::Error) {
             return Err(ProtocolError::MisplacedSplit { last, tail });
         }
         if kind == MessageKind::Error {

@@ -249,6 +249,31 @@ mod tests {
     }
 
     #[test]
+    fn a_header_for_segments_held_anywhere_matches_the_whole_payload() {
+        let limits = ProtocolLimits::DEFAULT;
+        let message = Message::Result { call: call() };
+        let segments: [&[u8]; 3] = [b"ab", b"cde", b"f"];
+        let whole = Header::new(Rank::ZERO, message, &segments, &limits).unwrap();
+        // "cde" held apart: the inline bytes are "ab" and "f".
+        let apart =
+            Header::packed_with_detached(Rank::ZERO, message, [2, 3, 1], b"abf", 3, &limits);
+        assert_eq!(apart, Ok(whole));
+        let sum = Header::packed_with_detached(Rank::ZERO, message, [2, 3, 1], b"abf", 2, &limits);
+        assert!(matches!(
+            sum,
+            Err(ProtocolError::LengthMismatch { sum: 6, .. })
+        ));
+        let error = Message::Error {
+            call: call(),
+            code: ErrorCode::UserFailure,
+        };
+        assert_eq!(
+            Header::packed_with_detached(Rank::ZERO, error, [3], b"", 3, &limits),
+            Err(ProtocolError::MisplacedSplit { last: 3, tail: 3 })
+        );
+    }
+
+    #[test]
     fn a_header_for_a_detached_tail_matches_the_whole_payload() {
         let limits = ProtocolLimits::DEFAULT;
         let message = Message::Result { call: call() };

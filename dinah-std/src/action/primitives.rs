@@ -17,9 +17,9 @@ use super::{
 
 // Every numeric vector is one packed segment (`packed.rs`): a slice is
 // written with one copy, and a vector handed over whole travels in its own
-// allocation as a frame's detached last segment, which on the receiving
-// side becomes the decoded vector when it was received in the vector's
-// width (see `transport/tail.rs`).
+// allocation as a part of its frame held apart; the frame's detached last
+// segment, on the receiving side, becomes the decoded vector when it was
+// received in the vector's width (see `transport/tail.rs`).
 macro_rules! numeric {
     ($($ty:ty => $name:literal),* $(,)?) => {$(
         impl WireValue for $ty {

@@ -58,8 +58,8 @@ struct Hint {
     kind: FrameKind,
     /// How many segments its payload had.
     segments: usize,
-    /// Were its payload's bytes in the writer's own buffer (a detached
-    /// last segment aside) at least [`IN_PLACE_FROM`] bytes?
+    /// Were its payload's bytes in the writer's own buffer (detached
+    /// segments aside) at least [`IN_PLACE_FROM`] bytes?
     large: bool,
 }
 
@@ -79,7 +79,7 @@ impl Scratch {
                 ends: Vec::new(),
                 depth: 0,
                 start: 0,
-                tail: crate::transport::Tail::new(),
+                apart: Vec::new(),
             },
             hints: [None; HINTS],
         }

@@ -11,13 +11,15 @@ use crate::transport::{Tail, TailNumber, TailWidth};
 /// into: one contiguous buffer plus the segment boundaries, so a frame is
 /// assembled with one copy.
 ///
-/// # A detached last segment
+/// # Detached segments
 ///
 /// A large buffer the value owns can be handed over whole
-/// ([`push_owned`](Self::push_owned)): if it is the payload's last
-/// segment, it travels to the transport in its own allocation, never
-/// copied next to the frame's head. A segment pushed after it copies it
-/// into the shared buffer first, so at most the last segment is detached.
+/// ([`push_owned`](Self::push_owned)): it stays in its own allocation, a
+/// segment held apart from the shared buffer, and travels to the
+/// transport so, never copied next to the frame's head (the frame's tail
+/// if it is the payload's last segment, a middle part otherwise, see
+/// [`Frame`](crate::transport::Frame)). Segments pushed after it go into
+/// the shared buffer as usual.
 ///
 /// # Groups
 ///
@@ -40,9 +42,19 @@ pub struct SegmentWriter {
     /// [`reserve_head`](Self::reserve_head)); the first segment starts
     /// there.
     pub(super) start: usize,
-    /// The detached last segment (see [the type's docs](Self)); empty if
-    /// there is none.
-    pub(super) tail: Tail,
+    /// The detached segments (see [the type's docs](Self)), in order.
+    pub(super) apart: Vec<Apart>,
+}
+
+/// A segment held apart from a [`SegmentWriter`]'s shared buffer.
+#[derive(Clone)]
+pub(super) struct Apart {
+    /// Its index among all the payload's segments.
+    segment: usize,
+    /// Where it goes in the shared buffer: before the byte at this offset.
+    at: usize,
+    /// Its bytes.
+    part: Tail,
 }
 
 impl SegmentWriter {
@@ -54,7 +66,6 @@ impl SegmentWriter {
     /// Appends one segment holding `bytes` (inside a group, one record).
     #[inline]
     pub fn push(&mut self, bytes: &[u8]) {
-        self.attach_tail();
         if self.depth > 0 {
             self.data.extend_from_slice(&record_len(bytes.len()));
             self.data.extend_from_slice(bytes);
@@ -68,7 +79,6 @@ impl SegmentWriter {
     /// (everything `fill` appends becomes the segment; inside a group, one
     /// record).
     pub fn push_with(&mut self, fill: impl FnOnce(&mut Vec<u8>)) {
-        self.attach_tail();
         if self.depth > 0 {
             let at = self.open_record();
             fill(&mut self.data);
@@ -89,7 +99,6 @@ impl SegmentWriter {
         &mut self,
         fill: impl FnOnce(&mut Vec<u8>) -> Result<(), CodecError>,
     ) -> Result<(), CodecError> {
-        self.attach_tail();
         let start = self.data.len();
         let at = (self.depth > 0).then(|| self.open_record());
         if let Err(error) = fill(&mut self.data) {
@@ -114,7 +123,6 @@ impl SegmentWriter {
         &mut self,
         encode: impl FnOnce(&mut SegmentWriter) -> Result<(), CodecError>,
     ) -> Result<(), CodecError> {
-        self.attach_tail();
         let start = self.data.len();
         let at = (self.depth > 0).then(|| self.open_record());
         self.depth += 1;
@@ -133,17 +141,17 @@ impl SegmentWriter {
 
     /// Appends one segment holding `bytes`, taking the buffer instead of
     /// copying it where that saves a copy: a buffer of at least
-    /// [`DETACH_FROM`] bytes, outside a group, becomes the detached last
-    /// segment (see [the type's docs](Self)). Anything else is copied as
-    /// by [`push`](Self::push).
+    /// [`DETACH_FROM`] bytes, outside a group, becomes a detached segment
+    /// (see [the type's docs](Self)). Anything else is copied as by
+    /// [`push`](Self::push).
     pub fn push_owned(&mut self, bytes: Vec<u8>) {
         self.push_numbers(bytes);
     }
 
     /// [`push_owned`](Self::push_owned) for a vector of numbers, packed
-    /// little-endian: kept in its own allocation as the detached last
-    /// segment (a [`Tail`] of its width) on a little-endian machine,
-    /// copied otherwise.
+    /// little-endian: kept in its own allocation as a detached segment (a
+    /// [`Tail`] of its width) on a little-endian machine, copied
+    /// otherwise.
     pub(crate) fn push_numbers<T: TailNumber>(&mut self, items: Vec<T>) {
         let len = size_of_val(items.as_slice());
         let converted = !packed::NATIVE_IS_WIRE && T::WIDTH != TailWidth::One;
@@ -151,19 +159,11 @@ impl SegmentWriter {
             packed::encode_slice(&items, self);
             return;
         }
-        self.attach_tail();
-        self.tail = Tail::from_numbers(items);
-    }
-
-    /// Copies a detached last segment into the shared buffer, so that the
-    /// next segment can follow it.
-    #[inline]
-    fn attach_tail(&mut self) {
-        if !self.tail.is_empty() {
-            let tail = std::mem::take(&mut self.tail);
-            self.data.extend_from_slice(tail.as_bytes());
-            self.ends.push(self.data.len());
-        }
+        self.apart.push(Apart {
+            segment: self.len(),
+            at: self.data.len(),
+            part: Tail::from_numbers(items),
+        });
     }
 
     /// Reserves a record's length prefix; returns where it is.
@@ -181,7 +181,7 @@ impl SegmentWriter {
 
     /// The number of segments so far.
     pub fn len(&self) -> usize {
-        self.ends.len() + usize::from(self.has_tail())
+        self.ends.len() + self.apart.len()
     }
 
     /// No segment yet?
@@ -191,22 +191,27 @@ impl SegmentWriter {
 
     /// Total payload bytes so far.
     pub fn payload_len(&self) -> usize {
-        self.data.len() - self.start + self.tail.len()
+        self.data.len() - self.start + self.apart_len()
     }
 
-    /// Is the last segment detached?
-    pub(crate) fn has_tail(&self) -> bool {
-        !self.tail.is_empty()
+    /// Is any segment detached?
+    #[inline]
+    pub(crate) fn has_apart(&self) -> bool {
+        !self.apart.is_empty()
     }
 
-    /// The length of the detached last segment (0 if there is none).
-    pub(crate) fn tail_len(&self) -> usize {
-        self.tail.len()
+    /// The bytes of the detached segments together (0 if there are none).
+    pub(crate) fn apart_len(&self) -> usize {
+        self.apart.iter().map(|apart| apart.part.len()).sum()
     }
 
-    /// The width of the numbers the detached last segment is kept as.
+    /// The width of the numbers the last segment is kept as, if it is
+    /// detached; bytes otherwise.
     pub(crate) fn tail_width(&self) -> TailWidth {
-        self.tail.width()
+        match self.apart.last() {
+            Some(apart) if apart.segment + 1 == self.len() => apart.part.width(),
+            _ => TailWidth::One,
+        }
     }
 
     /// The segments in order.
@@ -216,27 +221,33 @@ impl SegmentWriter {
 
     /// Segment `i` (below [`len`](Self::len)).
     fn segment(&self, i: usize) -> &[u8] {
-        let Some(&end) = self.ends.get(i) else {
-            return self.tail.as_bytes();
+        // Detached segments before it, and whether it is one.
+        let before = self.apart.partition_point(|apart| apart.segment < i);
+        if let Some(apart) = self.apart.get(before).filter(|apart| apart.segment == i) {
+            return apart.part.as_bytes();
+        }
+        let inline = i - before;
+        let start = if inline == 0 {
+            self.start
+        } else {
+            self.ends[inline - 1]
         };
-        let start = if i == 0 { self.start } else { self.ends[i - 1] };
-        &self.data[start..end]
+        &self.data[start..self.ends[inline]]
     }
 
     /// The bytes of the segments in the shared buffer, back to back: all
-    /// of them but a detached last one.
+    /// of them but the detached ones.
     pub(crate) fn bytes(&self) -> &[u8] {
         &self.data[self.start..]
     }
 
-    /// The segments' lengths in order, a detached last one's included.
+    /// The segments' lengths in order, the detached ones' included.
     pub(crate) fn lens(&self) -> impl ExactSizeIterator<Item = usize> + '_ {
-        let tail = self.has_tail().then_some(self.tail.len());
-        ExactChain(self.inline_lens(), tail)
+        (0..self.len()).map(|i| self.segment(i).len())
     }
 
     /// The lengths of the segments in the shared buffer, in order (all of
-    /// them but a detached last one).
+    /// them but the detached ones).
     #[inline]
     pub(crate) fn inline_lens(&self) -> impl ExactSizeIterator<Item = usize> + '_ {
         let mut start = self.start;
@@ -247,9 +258,25 @@ impl SegmentWriter {
         })
     }
 
-    /// Takes the detached last segment (empty if there is none).
-    pub(crate) fn take_tail(&mut self) -> Tail {
-        std::mem::take(&mut self.tail)
+    /// Takes the detached segments, as a frame holds them: the ones
+    /// before the last segment as middle parts, each with its offset in
+    /// a head of `head_len` bytes followed by this writer's shared
+    /// buffer's segments, and the last segment if it is detached (empty
+    /// otherwise).
+    pub(crate) fn take_apart(&mut self, head_len: usize) -> (Vec<(usize, Tail)>, Tail) {
+        let last = self.len().checked_sub(1);
+        let mut apart = std::mem::take(&mut self.apart);
+        let tail = match apart.last() {
+            Some(final_one) if Some(final_one.segment) == last => {
+                apart.pop().map(|apart| apart.part).unwrap_or_default()
+            }
+            _ => Tail::new(),
+        };
+        let middle = apart
+            .into_iter()
+            .map(|apart| (head_len + apart.at - self.start, apart.part))
+            .collect();
+        (middle, tail)
     }
 
     /// Forgets the segments, keeping the shared buffer's capacity.
@@ -258,9 +285,7 @@ impl SegmentWriter {
         self.ends.clear();
         self.depth = 0;
         self.start = 0;
-        if self.has_tail() {
-            self.tail = Tail::new();
-        }
+        self.apart.clear();
     }
 
     /// Reserves `len` bytes before the first segment (an empty writer
@@ -280,7 +305,7 @@ impl SegmentWriter {
     }
 
     /// The buffer as a frame of `head` followed by the segments in it (a
-    /// detached last segment must have been taken first), if the
+    /// detached segments must have been taken first), if the
     /// room reserved before them is exactly `head`'s length: the head is
     /// written into that room and the buffer is handed over whole (the
     /// writer is left empty, writing next into the buffer `replacement`
@@ -293,7 +318,7 @@ impl SegmentWriter {
         if head.len() != self.start || self.data.len() < self.start {
             return None;
         }
-        debug_assert!(!self.has_tail(), "the detached segment was taken");
+        debug_assert!(!self.has_apart(), "the detached segments were taken");
         self.data[..self.start].copy_from_slice(head);
         let frame = std::mem::replace(&mut self.data, replacement());
         self.clear();
@@ -302,28 +327,10 @@ impl SegmentWriter {
 }
 
 /// The smallest buffer [`SegmentWriter::push_owned`] keeps whole as a
-/// detached last segment (64 KiB). Below it, copying the bytes next to
-/// the frame's head costs less than sending and receiving a second buffer.
+/// detached segment (64 KiB), and the smallest last segment a receiving
+/// transport keeps apart. Below it, copying the bytes next to the frame's
+/// head costs less than sending and receiving a second buffer.
 pub const DETACH_FROM: usize = 64 << 10;
-
-/// An exact-size iterator of `A`'s items, then one more if `B` has one.
-struct ExactChain<A>(A, Option<usize>);
-
-impl<A: Iterator<Item = usize>> Iterator for ExactChain<A> {
-    type Item = usize;
-
-    fn next(&mut self) -> Option<usize> {
-        self.0.next().or_else(|| self.1.take())
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        let (low, high) = self.0.size_hint();
-        let more = usize::from(self.1.is_some());
-        (low + more, high.map(|high| high + more))
-    }
-}
-
-impl<A: ExactSizeIterator<Item = usize>> ExactSizeIterator for ExactChain<A> {}
 
 /// Bytes of a record's length prefix in a group.
 pub(super) const RECORD_PREFIX: usize = 4;
@@ -585,5 +592,61 @@ impl fmt::Debug for SegmentReader<'_> {
         f.debug_struct("SegmentReader")
             .field("position", &self.taken)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detached_segments_keep_their_place_among_the_others() {
+        let mut writer = SegmentWriter::new();
+        writer.reserve_head(10);
+        writer.push_owned(vec![1; DETACH_FROM]);
+        writer.push(b"ab");
+        writer.push_owned(vec![2; DETACH_FROM + 1]);
+        writer.push_owned(vec![3; 4]);
+        writer.push_owned(vec![4; DETACH_FROM]);
+        assert_eq!(writer.len(), 5);
+        assert!(writer.has_apart());
+        let lens: Vec<usize> = writer.lens().collect();
+        assert_eq!(lens, [DETACH_FROM, 2, DETACH_FROM + 1, 4, DETACH_FROM]);
+        assert_eq!(writer.inline_lens().collect::<Vec<_>>(), [2, 4]);
+        assert_eq!(writer.bytes(), [b'a', b'b', 3, 3, 3, 3]);
+        assert_eq!(writer.apart_len(), 3 * DETACH_FROM + 1);
+        assert_eq!(writer.payload_len(), 3 * DETACH_FROM + 7);
+        let read: Vec<&[u8]> = writer.segments().collect();
+        assert_eq!(read[1], b"ab");
+        assert_eq!(read[2].len(), DETACH_FROM + 1);
+        assert_eq!(read[3], [3; 4]);
+        let mut reader = SegmentReader::from_writer(&writer);
+        assert_eq!(reader.next_vec().unwrap(), vec![1; DETACH_FROM]);
+        assert_eq!(reader.next_segment().unwrap(), b"ab");
+        // Behind a head of 7 bytes: the first goes before the inline
+        // bytes, the second after "ab"; the last is the tail.
+        let (middle, tail) = writer.take_apart(7);
+        let places: Vec<(usize, usize)> =
+            middle.iter().map(|(at, part)| (*at, part.len())).collect();
+        assert_eq!(places, [(7, DETACH_FROM), (9, DETACH_FROM + 1)]);
+        assert_eq!(tail.as_bytes(), vec![4; DETACH_FROM]);
+        assert!(!writer.has_apart());
+        assert_eq!(writer.tail_width(), TailWidth::One);
+    }
+
+    #[test]
+    fn the_width_said_is_the_last_segments_when_it_is_detached() {
+        let mut writer = SegmentWriter::new();
+        writer.push_numbers(vec![1.5f64; DETACH_FROM / 8]);
+        let expected = if packed::NATIVE_IS_WIRE {
+            TailWidth::Eight
+        } else {
+            TailWidth::One
+        };
+        assert_eq!(writer.tail_width(), expected);
+        writer.push(b"x");
+        assert_eq!(writer.tail_width(), TailWidth::One, "the last is inline");
+        writer.clear();
+        assert!(writer.is_empty() && !writer.has_apart());
     }
 }

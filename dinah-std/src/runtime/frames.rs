@@ -28,8 +28,9 @@ fn encode<S: AsRef<[u8]>>(header: &Header, segments: &[S]) -> Result<Vec<u8>, Pr
 
 /// The frame of `message` from `origin` carrying `payload`.
 ///
-/// A detached last segment ([`SegmentWriter::push_owned`]) stays in its
-/// own buffer as the frame's tail; the rest is the frame's head, built as
+/// A detached segment ([`SegmentWriter::push_owned`]) stays in its own
+/// buffer: as the frame's tail if it is the last segment, as a middle part
+/// otherwise (see [`Frame`]); the rest is the frame's head, built as
 /// follows.
 ///
 /// A payload of at least [`IN_PLACE_FROM`] bytes whose writer kept the
@@ -47,47 +48,55 @@ pub(crate) fn with_payload(
     payload: &mut SegmentWriter,
     limits: &ProtocolLimits,
 ) -> Result<Frame, ProtocolError> {
-    if payload.has_tail() {
-        return with_tail(origin, message, payload, limits);
+    if payload.has_apart() {
+        return with_apart(origin, message, payload, limits);
     }
     let lens = payload.inline_lens();
     let header = Header::packed(origin, message, lens, payload.bytes(), limits)?;
     Ok(Frame::whole(head_of_payload(&header, payload, None)))
 }
 
-/// [`with_payload`] for a payload whose last segment is detached: it
-/// becomes the frame's tail, and the header says the width of the numbers
-/// it packs (a `Vec<f64>`'s: eight), so that a receiver keeps it in an
+/// [`with_payload`] for a payload with detached segments: they stay in
+/// their buffers as the frame's middle parts and tail, and if the last
+/// segment is one of them the header says the width of the numbers it
+/// packs (a `Vec<f64>`'s: eight), so that a receiver keeps it in an
 /// allocation a vector of them can take over.
 #[cold]
-fn with_tail(
+fn with_apart(
     origin: Rank,
     message: Message,
     payload: &mut SegmentWriter,
     limits: &ProtocolLimits,
 ) -> Result<Frame, ProtocolError> {
-    let (bytes, tail_len) = (payload.bytes(), payload.tail_len());
+    let (bytes, apart) = (payload.bytes(), payload.apart_len());
     let header =
-        Header::packed_with_tail(origin, message, payload.lens(), bytes, tail_len, limits)?
+        Header::packed_with_detached(origin, message, payload.lens(), bytes, apart, limits)?
             .with_tail_width(payload.tail_width())?;
-    let tail = payload.take_tail();
-    let head = head_of_payload(&header, payload, Some(tail_len));
-    Ok(Frame::split(head, tail))
+    // Every length, the detached segments' included, goes into the
+    // head's table; taken once written.
+    let lens: Vec<usize> = payload.lens().collect();
+    let (middle, tail) = payload.take_apart(header.head_len());
+    let head = head_of_payload(&header, payload, Some(&lens));
+    Ok(Frame::with_middle(head, middle, tail))
 }
 
 /// The head of `header`'s frame around the segments in `payload`'s own
-/// buffer; `tail` is the length of a detached last segment already taken,
-/// which stays in the head's length table.
+/// buffer; `lens` are all the segments' lengths if some were detached
+/// (and already taken), which stay in the head's length table.
 #[inline(always)]
-fn head_of_payload(header: &Header, payload: &mut SegmentWriter, tail: Option<usize>) -> Vec<u8> {
+fn head_of_payload(
+    header: &Header,
+    payload: &mut SegmentWriter,
+    lens: Option<&[usize]>,
+) -> Vec<u8> {
     let inline = payload.bytes().len();
     let head_len = header.head_len() + inline;
     if inline >= IN_PLACE_FROM && payload.head_room() == header.head_len() {
         let mut head = [0; HEADER_LEN + LENGTH_ENTRY_LEN * MAX_IN_PLACE_SEGMENTS];
         if let Some(head) = head.get_mut(..header.head_len()) {
-            match tail {
+            match lens {
                 None => write_head(header, payload.inline_lens(), head),
-                Some(tail) => write_head(header, payload.inline_lens().chain(Some(tail)), head),
+                Some(lens) => write_head(header, lens.iter().copied(), head),
             }
             // The writer carries on in a spare buffer as large as this
             // frame (within its own bound), so the next frame like it is
@@ -107,11 +116,13 @@ fn head_of_payload(header: &Header, payload: &mut SegmentWriter, tail: Option<us
     frame.extend_from_slice(&[0; HEADER_LEN]);
     header.encode_into(head_of(&mut frame));
     // The header checked every length against the segment limit.
-    for len in payload.inline_lens() {
-        frame.extend_from_slice(&(len as u32).to_le_bytes());
-    }
-    if let Some(tail) = tail {
-        frame.extend_from_slice(&(tail as u32).to_le_bytes());
+    match lens {
+        None => payload
+            .inline_lens()
+            .for_each(|len| frame.extend_from_slice(&(len as u32).to_le_bytes())),
+        Some(lens) => lens
+            .iter()
+            .for_each(|len| frame.extend_from_slice(&(*len as u32).to_le_bytes())),
     }
     frame.extend_from_slice(payload.bytes());
     debug_assert_eq!(frame.len(), head_len);
@@ -138,7 +149,10 @@ impl Received<'_> {
     }
 }
 
-/// Decodes and checks `frame`, whole or split.
+/// Decodes and checks `frame`, whole or split, [settling](Frame::settle)
+/// it first if it holds middle parts (a frame this rank made, or one a
+/// transport handed over as it was sent): the runtime reads a frame as a
+/// head and at most a detached last segment.
 ///
 /// # Errors
 ///
@@ -147,9 +161,13 @@ impl Received<'_> {
 /// [`decode_split_frame`](dinah_core::wire::decode_split_frame).
 #[inline]
 pub(crate) fn decode_received<'a>(
-    frame: &'a Frame,
+    frame: &'a mut Frame,
     ctx: &DecodeContext,
 ) -> Result<Received<'a>, ProtocolError> {
+    if frame.has_middle() {
+        frame.settle();
+    }
+    let frame: &'a Frame = frame;
     if frame.is_split() {
         decode_split_frame(frame.head(), frame.tail().len(), ctx).map(Received::Split)
     } else {
@@ -160,9 +178,14 @@ pub(crate) fn decode_received<'a>(
 /// A reader over the payload of `frame`, which was validated into
 /// `header` when it arrived (or was encoded by this rank); `None` if its
 /// parts no longer match the header. A detached last segment can be
-/// taken by the value read ([`SegmentReader::next_vec`]).
+/// taken by the value read ([`SegmentReader::next_vec`]). A frame with
+/// middle parts (a request this rank made for itself) is
+/// [settled](Frame::settle) first.
 #[inline]
 pub(crate) fn payload(header: Header, frame: &mut Frame) -> Option<SegmentReader<'_>> {
+    if frame.has_middle() {
+        frame.settle();
+    }
     match frame.parts_mut() {
         (head, Some(tail)) => {
             let split = SplitFrameRef::from_decoded(header, head, tail.len())?;
@@ -449,30 +472,77 @@ mod tests {
         assert_eq!(halves, expected_halves, "the same bytes as u32s");
     }
 
+    fn ctx() -> DecodeContext {
+        let world = dinah_core::WorldSize::new(2).unwrap();
+        let channel = dinah_core::wire::Channel::Action;
+        DecodeContext::new(channel, Rank::ZERO, world, ProtocolLimits::default()).unwrap()
+    }
+
     #[test]
-    fn a_segment_after_a_detached_one_joins_it_to_the_head() {
+    fn detached_segments_before_the_last_travel_as_middle_parts() {
         let limits = ProtocolLimits::default();
+        let (first, last) = (vec![1u8; DETACH_FROM], vec![2u8; DETACH_FROM + 3]);
+        let (first_sent, last_sent) = (first.clone(), last.clone());
+        let (first_at, last_at) = (first_sent.as_ptr(), last_sent.as_ptr());
         let mut writer = SegmentWriter::new();
-        writer.push_owned(vec![1; DETACH_FROM]);
+        writer.push(b"before");
+        writer.push_owned(first_sent);
         writer.push(b"after");
-        writer.push_owned(vec![2; DETACH_FROM - 1]);
-        assert_eq!(writer.len(), 3);
+        writer.push_owned(last_sent);
+        assert_eq!(writer.len(), 4);
         let message = Message::Result { call: call() };
         let mut frame = with_payload(Rank::ZERO, message, &mut writer, &limits).expect("encodes");
-        assert!(!frame.is_split(), "the last segment is under the threshold");
-        let header = Header::new(
-            Rank::ZERO,
-            message,
-            &[
-                &vec![1; DETACH_FROM][..],
-                b"after",
-                &vec![2; DETACH_FROM - 1],
-            ],
-            &limits,
-        )
-        .expect("valid");
+        assert_eq!(writer.len(), 2, "the detached segments were taken");
+        assert!(frame.has_middle());
+        let segments: [&[u8]; 4] = [b"before", &first, b"after", &last];
+        let header = Header::new(Rank::ZERO, message, &segments, &limits).expect("valid");
+        let mut reference = vec![0; header.frame_len()];
+        encode_frame(&header, &segments, &mut reference).expect("encodes");
+        assert!(frame.bytes_eq(&reference), "the bytes of the whole frame");
+        // Each detached segment is sent from the buffer it was pushed in.
+        let parts: Vec<&[u8]> = frame.wire_parts().collect();
+        assert_eq!(parts.len(), 4);
+        assert_eq!(parts[1].as_ptr(), first_at, "the middle part, not copied");
+        assert_eq!(parts[2], b"after");
+        assert_eq!(parts[3].as_ptr(), last_at, "the tail, not copied");
+        // Read back (the middle part settled into the head).
+        let decoded = decode_received(&mut frame, &ctx()).expect("valid");
+        assert_eq!(*decoded.header(), header);
+        assert!(!frame.has_middle());
+        let mut input = payload(header, &mut frame).expect("the parts match the header");
+        assert_eq!(input.next_segment().unwrap(), b"before");
+        assert_eq!(input.next_vec().unwrap(), first);
+        assert_eq!(input.next_segment().unwrap(), b"after");
+        let tail = input.next_vec().unwrap();
+        assert_eq!(tail.as_ptr(), last_at, "the tail is the encoded buffer");
+        input.finish().unwrap();
+    }
+
+    #[test]
+    fn a_detached_segment_followed_by_small_ones_leaves_no_tail() {
+        let limits = ProtocolLimits::default();
+        let numbers: Vec<f64> = (0..DETACH_FROM / 8).map(|i| i as f64).collect();
+        let mut writer = SegmentWriter::new();
+        numbers.clone().encode_owned(&mut writer).expect("encodes");
+        writer.push(b"after");
+        writer.push_owned(vec![2; DETACH_FROM - 1]);
+        let message = Message::Result { call: call() };
+        let mut frame = with_payload(Rank::ZERO, message, &mut writer, &limits).expect("encodes");
+        let little = cfg!(target_endian = "little");
+        assert_eq!(frame.has_middle(), little);
+        assert!(frame.tail().is_empty(), "the last segment is in the head");
+        let wire: Vec<u8> = numbers.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let segments: [&[u8]; 3] = [&wire, b"after", &vec![2; DETACH_FROM - 1]];
+        // The width the header says is the last segment's: bytes.
+        let header = Header::new(Rank::ZERO, message, &segments, &limits).expect("valid");
+        let mut reference = vec![0; header.frame_len()];
+        encode_frame(&header, &segments, &mut reference).expect("encodes");
+        assert!(frame.bytes_eq(&reference));
+        let decoded = decode_received(&mut frame, &ctx()).expect("valid");
+        assert_eq!(*decoded.header(), header);
+        assert!(!frame.is_split(), "settled whole");
         let mut input = payload(header, &mut frame).expect("whole");
-        assert_eq!(input.next_vec().unwrap(), vec![1; DETACH_FROM]);
+        assert_eq!(Vec::<f64>::decode(&mut input).unwrap(), numbers);
         assert_eq!(input.next_segment().unwrap(), b"after");
         assert_eq!(input.next_vec().unwrap(), vec![2; DETACH_FROM - 1]);
         input.finish().unwrap();

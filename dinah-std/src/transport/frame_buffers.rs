@@ -216,15 +216,15 @@ pub fn give(mut buffer: Vec<u8>) {
     });
 }
 
-/// [`give`] for both parts of a frame.
+/// [`give`] for every part of a frame.
 #[inline]
 pub fn give_frame(frame: super::Frame) {
-    let split = frame.is_split();
-    let (head, tail) = frame.into_parts();
-    give(head);
-    if split {
-        give_tail(tail);
+    if !frame.is_split() {
+        return give(frame.into_whole());
     }
+    let (head, apart) = frame.into_buffers();
+    give(head);
+    apart.for_each(give_tail);
 }
 
 /// Takes back a frame's tail that is no longer needed: bytes as by

@@ -56,7 +56,8 @@ impl Runtime {
                 else {
                     return;
                 };
-                if let Ok(decoded) = decode_received(&frame, &ctx) {
+                let mut frame = frame;
+                if let Ok(decoded) = decode_received(&mut frame, &ctx) {
                     if let Message::Request { call, .. } = *decoded.header().message() {
                         let failure = RuntimeError::Transport { peer: to, error };
                         let counts = &mut self.counts;
@@ -93,7 +94,12 @@ impl Runtime {
         let ctx = ctx.with_channel(channel);
         // Matched by reference, so the decoded frame is read where the
         // decoder wrote it instead of being copied out first; a split
-        // frame (a large payload) is decoded on a path of its own.
+        // frame (a large payload) is decoded on a path of its own, its
+        // middle parts (if a transport kept them) settled into its head.
+        let mut bytes = bytes;
+        if bytes.has_middle() {
+            bytes.settle();
+        }
         let (whole, split);
         let header = if bytes.is_split() {
             split = decode_split_frame(bytes.head(), bytes.tail().len(), &ctx);

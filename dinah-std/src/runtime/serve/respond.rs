@@ -156,8 +156,9 @@ impl Respond {
     /// Keeps a copy of `frame` as the response of dedup slot `slot`, in
     /// one buffer.
     pub(crate) fn retain(&mut self, slot: usize, frame: &Frame) {
-        let mut copy = self.buffers.copy(frame.head());
-        copy.extend_from_slice(frame.tail());
+        let mut parts = frame.wire_parts();
+        let mut copy = self.buffers.copy(parts.next().unwrap_or_default());
+        parts.for_each(|part| copy.extend_from_slice(part));
         self.cache[slot] = Some(copy);
     }
 
