@@ -25,7 +25,7 @@
 //! | 0..4 | magic | `[u8; 4]` | [`MAGIC`], `"DNAH"` |
 //! | 4..6 | version | `u16` | [`PROTOCOL_VERSION`] |
 //! | 6 | kind | `u8` | [`MessageKind::code`] |
-//! | 7 | tail width | `u8` | requests and results: [`TailWidth::log2`] of the numbers packed in the last segment (0 for bytes); else 0 |
+//! | 7 | tail width | `u8` | requests and results: [`TailWidth::log2`] of the numbers packed in the large segments (0 for bytes); else 0 |
 //! | 8..12 | origin | `u32` | the sending rank |
 //! | 12..16 | payload length | `u32` | sum of the segment lengths |
 //! | 16..18 | segment count | `u16` | entries in the length table |
@@ -83,6 +83,7 @@ mod header;
 mod hello;
 mod kind;
 mod message;
+mod parted;
 mod shape;
 mod split;
 mod stream;
@@ -102,6 +103,7 @@ pub use hello::{
 };
 pub use kind::{Channel, MessageKind};
 pub use message::{Call, Message, RelativeDeadline, TraceId};
+pub use parted::{PartPlace, PartedFrameRef, PartedSegment, PartedSegments, decode_parted_frame};
 pub use split::{SplitFrameRef, decode_split_frame};
 pub use stream::{StreamDecoder, StreamEvent};
 pub use tail_width::TailWidth;
@@ -121,7 +123,9 @@ pub const MAGIC: [u8; 4] = *b"DNAH";
 /// says how the sender proves its membership ([`HelloAuth`]), and the
 /// heartbeat kind exists ([`MessageKind::Heartbeat`]). Version 5: byte 7
 /// of the header, reserved before, is the last segment's [`TailWidth`].
-pub const PROTOCOL_VERSION: u16 = 5;
+/// Version 6: that width is the one the frame's large segments pack,
+/// wherever they are, so a receiver keeps each of them in it.
+pub const PROTOCOL_VERSION: u16 = 6;
 
 /// The length of a frame header, in bytes.
 pub const HEADER_LEN: usize = 80;

@@ -36,26 +36,30 @@ pub(crate) enum ReadEvent {
 /// rebuilt from its decoded header (decoding is canonical), length table
 /// and payload.
 ///
-/// A frame whose last segment is at least [`DETACH_FROM`] bytes is
-/// received split ([`Frame::split`]): that segment goes into a buffer of
-/// its own, allocated once the length table has been checked, which the
-/// runtime hands to the decoded value instead of copying it out; a last
-/// segment of numbers (the header's [`TailWidth`]) goes into a buffer of
-/// numbers of that width, which a decoded vector of them takes over.
+/// Every segment of at least [`DETACH_FROM`] bytes is received apart
+/// ([`Frame::with_middle`]; the last segment as the frame's tail): it
+/// goes into a buffer of its own, allocated once the length table has
+/// been checked, which the runtime hands to the decoded value instead of
+/// copying it out. When the header says the large segments pack numbers
+/// (its [`TailWidth`]), each goes into a buffer of numbers of that width
+/// (if it is a whole number of them), which a decoded vector of them
+/// takes over.
 #[derive(Debug)]
 pub(crate) struct FrameReader {
     decoder: StreamDecoder,
-    /// The frame being assembled, or its head if it is received split
-    /// (empty between frames).
+    /// The frame being assembled, or its head if segments of it are
+    /// received apart (empty between frames).
     current: Vec<u8>,
-    /// The current frame's detached last segment, if it is received split.
-    tail: Detached,
-    /// The width of the numbers in the current frame's last segment.
-    tail_width: TailWidth,
+    /// The current frame's segments received apart, in order.
+    parts: Vec<Part>,
+    /// The first of `parts` not received whole yet.
+    filling: usize,
+    /// The width of the numbers the current frame's large segments pack.
+    width: TailWidth,
     /// The length of the current frame (0 between frames).
     frame_len: usize,
-    /// The length of its detached last segment (0: received whole).
-    tail_len: usize,
+    /// The bytes of its segments received apart (0: received whole).
+    apart: usize,
     /// The segments of the current frame.
     segments: u16,
     /// The length of the current frame's header and length table.
@@ -74,10 +78,11 @@ impl FrameReader {
         Self {
             decoder,
             current: Vec::new(),
-            tail: Detached::default(),
-            tail_width: TailWidth::One,
+            parts: Vec::new(),
+            filling: 0,
+            width: TailWidth::One,
             frame_len: 0,
-            tail_len: 0,
+            apart: 0,
             segments: 0,
             head_len: 0,
             in_goodbye: false,
@@ -130,7 +135,7 @@ impl FrameReader {
                 StreamEvent::SegmentLength { index, len } => {
                     self.current.extend_from_slice(&len.to_le_bytes());
                     if index + 1 == self.segments {
-                        self.table_read(len as usize);
+                        self.table_read();
                     }
                 }
                 StreamEvent::Payload(bytes) => self.append(bytes),
@@ -154,43 +159,74 @@ impl FrameReader {
         if *header.message() == Message::Heartbeat {
             return Ok(ReadEvent::Heartbeat);
         }
-        let tail = if frame.len() > DETACH_FROM {
-            detached_len(header.segment_count(), frame)
-        } else {
-            0
-        };
-        let (head, tail) = frame.split_at(frame.len() - tail);
-        let mut bytes = frame_buffers::take(head.len());
-        bytes.extend_from_slice(head);
-        if tail.is_empty() {
+        if frame.len() <= DETACH_FROM {
+            let mut bytes = frame_buffers::take(frame.len());
+            bytes.extend_from_slice(frame);
             return Ok(ReadEvent::Frame(Frame::whole(bytes)));
         }
-        let mut detached = Detached::new(header.tail_width(), tail.len());
-        detached.append(tail);
-        Ok(ReadEvent::Frame(Frame::split(bytes, detached.take())))
+        let head_len = header.head_len();
+        let parts = plan(header.tail_width(), &frame[HEADER_LEN..head_len], head_len);
+        let apart: usize = parts.iter().map(|part| part.len).sum();
+        let mut bytes = frame_buffers::take(frame.len() - apart);
+        bytes.extend_from_slice(&frame[..head_len]);
+        let mut rest = &frame[head_len..];
+        let mut received = Vec::with_capacity(parts.len());
+        for mut part in parts {
+            let (inline, after) = rest.split_at(part.at - bytes.len());
+            bytes.extend_from_slice(inline);
+            let (segment, after) = after.split_at(part.len);
+            part.buffer.append(segment);
+            received.push(part);
+            rest = after;
+        }
+        bytes.extend_from_slice(rest);
+        Ok(ReadEvent::Frame(assemble(bytes, received, frame.len())))
     }
 
     /// The whole length table of the current frame has been read and
-    /// checked, the last entry being `last`: a large last segment is
-    /// received into a buffer of its own, the rest of the frame into
-    /// `current`, now sized for it.
-    fn table_read(&mut self, last: usize) {
-        if last >= DETACH_FROM {
-            self.tail_len = last;
-            self.tail = Detached::new(self.tail_width, last);
+    /// checked: its large segments are received into buffers of their
+    /// own, the rest of the frame into `current`, now sized for it.
+    fn table_read(&mut self) {
+        if self.frame_len >= DETACH_FROM {
+            let head_len = self.current.len();
+            self.parts = plan(self.width, &self.current[HEADER_LEN..], head_len);
+            self.apart = self.parts.iter().map(|part| part.len).sum();
         }
-        let head = self.frame_len - self.tail_len;
+        let head = self.frame_len - self.apart;
         self.current.reserve(head - self.current.len());
     }
 
-    /// Appends payload bytes of the current frame: to its head until that
-    /// is complete, then to its detached last segment.
-    fn append(&mut self, bytes: &[u8]) {
-        let head_left = self.frame_len - self.tail_len - self.current.len();
-        let (head, tail) = bytes.split_at(head_left.min(bytes.len()));
-        self.current.extend_from_slice(head);
-        if !tail.is_empty() {
-            self.tail.append(tail);
+    /// Where the current frame's next byte goes: a part (its index), or
+    /// the head, with room for this many bytes before the next part.
+    fn next_room(&self) -> Result<usize, usize> {
+        match self.parts.get(self.filling) {
+            Some(part) if part.at == self.current.len() => Ok(self.filling),
+            Some(part) => Err(part.at - self.current.len()),
+            None => Err(self.frame_len - self.apart - self.current.len()),
+        }
+    }
+
+    /// Appends payload bytes of the current frame, each to the head or
+    /// the part it belongs to.
+    fn append(&mut self, mut bytes: &[u8]) {
+        while !bytes.is_empty() {
+            let n = match self.next_room() {
+                Ok(index) => {
+                    let part = &mut self.parts[index];
+                    let n = (part.len - part.buffer.written().len()).min(bytes.len());
+                    part.buffer.append(&bytes[..n]);
+                    if part.buffer.written().len() == part.len {
+                        self.filling += 1;
+                    }
+                    n
+                }
+                Err(room) => {
+                    let n = room.min(bytes.len());
+                    self.current.extend_from_slice(&bytes[..n]);
+                    n
+                }
+            };
+            bytes = &bytes[n..];
         }
     }
 
@@ -207,12 +243,12 @@ impl FrameReader {
         }
         self.frame_len = header.frame_len();
         self.segments = header.segment_count();
-        self.tail_width = header.tail_width();
+        self.width = header.tail_width();
         self.head_len = HEADER_LEN + usize::from(header.segment_count()) * LENGTH_ENTRY_LEN;
         // A spare buffer of this thread when the frame is small (the
         // runtime gives decoded frames back on this thread). A large
-        // frame's buffer is sized once its length table tells whether its
-        // last segment goes into a buffer of its own (`table_read`).
+        // frame's buffer is sized once its length table tells which of its
+        // segments go into buffers of their own (`table_read`).
         let first = if self.frame_len < DETACH_FROM {
             self.frame_len
         } else {
@@ -258,14 +294,12 @@ impl FrameReader {
             self.in_heartbeat = false;
             ReadEvent::Heartbeat
         } else {
-            self.frame_len = 0;
-            self.tail_len = 0;
+            let frame_len = std::mem::take(&mut self.frame_len);
+            self.apart = 0;
+            self.filling = 0;
             let head = std::mem::take(&mut self.current);
-            let tail = self.tail.take();
-            if tail.is_empty() {
-                return ReadEvent::Frame(Frame::whole(head));
-            }
-            ReadEvent::Frame(Frame::split(head, tail))
+            let parts = std::mem::take(&mut self.parts);
+            ReadEvent::Frame(assemble(head, parts, frame_len))
         }
     }
 
@@ -284,15 +318,14 @@ impl FrameReader {
         if self.frame_len == 0 || self.current.len() < self.head_len {
             return 0;
         }
-        self.frame_len - self.current.len() - self.tail.written().len()
+        self.frame_len - self.assembling()
     }
 
     /// Reads more of the current frame's payload straight into the frame
     /// (no copy through a read buffer): `read` puts bytes into the
-    /// [`Room`] it is given, the rest of the frame's head or once that is
-    /// complete of its detached last segment (each buffer was sized when
-    /// the length table was read), and returns how many it put (0: the
-    /// stream ended). Then the decoder checks those bytes, and the frame
+    /// [`Room`] it is given, the head up to the next segment received
+    /// apart or that segment (each buffer was sized when the length table
+    /// was read), and returns how many it put (0: the stream ended). Then the decoder checks those bytes, and the frame
     /// goes to `sink` if they complete it. Returns the bytes read.
     ///
     /// # Errors
@@ -304,29 +337,35 @@ impl FrameReader {
         read: impl FnOnce(Room<'_>) -> io::Result<usize>,
         sink: &mut impl FnMut(ReadEvent) -> bool,
     ) -> io::Result<Result<usize, TcpError>> {
-        let head = self.frame_len - self.tail_len;
-        let into_tail = self.tail_len > 0 && self.current.len() == head;
-        let (start, result) = if into_tail {
-            self.tail.read(self.tail_len, read)
-        } else {
-            let start = self.current.len();
-            let result = read(Room::Spare(&mut self.current, head - start));
-            (start, result)
+        let room = self.next_room();
+        let (start, result) = match room {
+            Ok(index) => {
+                let part = &mut self.parts[index];
+                part.buffer.read(part.len, read)
+            }
+            Err(room) => {
+                let start = self.current.len();
+                (start, read(Room::Spare(&mut self.current, room)))
+            }
         };
-        let read = if into_tail {
-            self.tail.written().len()
-        } else {
-            self.current.len()
-        } - start;
+        let written = |reader: &Self| match room {
+            Ok(index) => reader.parts[index].buffer.written().len(),
+            Err(_) => reader.current.len(),
+        };
+        let read = written(self) - start;
+        if let Ok(index) = room {
+            if self.parts[index].buffer.written().len() == self.parts[index].len {
+                self.filling += 1;
+            }
+        }
         let mut at = start;
         let mut complete = false;
         while !complete {
             // The bytes are already in the frame: the decoder only checks
             // them.
-            let bytes = if into_tail {
-                self.tail.written()
-            } else {
-                &self.current
+            let bytes = match room {
+                Ok(index) => self.parts[index].buffer.written(),
+                Err(_) => &self.current,
             };
             let (used, event) = match self.decoder.decode(&bytes[at..]) {
                 Ok(step) => step,
@@ -347,7 +386,15 @@ impl FrameReader {
 
     /// The bytes of the frame being assembled.
     pub(crate) fn assembling(&self) -> usize {
-        self.current.len() + self.tail.written().len()
+        let apart: usize = self.parts[..self.filling.min(self.parts.len())]
+            .iter()
+            .map(|part| part.len)
+            .sum();
+        let filling = self
+            .parts
+            .get(self.filling)
+            .map_or(0, |part| part.buffer.written().len());
+        self.current.len() + apart + filling
     }
 
     /// Checks that the stream may end here, as it just did.
@@ -367,19 +414,59 @@ impl FrameReader {
     }
 }
 
-/// The length of the last segment of `frame` (whole, checked, with
-/// `segments` segments) if it is received into a buffer of its own (at
-/// least [`DETACH_FROM`] bytes), else 0.
-fn detached_len(segments: u16, frame: &[u8]) -> usize {
-    let Some(last) = usize::from(segments).checked_sub(1) else {
-        return 0;
-    };
-    let at = HEADER_LEN + last * LENGTH_ENTRY_LEN;
-    let len = frame
-        .get(at..at + LENGTH_ENTRY_LEN)
-        .and_then(|entry| entry.try_into().ok())
-        .map_or(0, |entry| u32::from_le_bytes(entry) as usize);
-    if len >= DETACH_FROM { len } else { 0 }
+/// A segment of the current frame received into a buffer of its own.
+#[derive(Debug)]
+struct Part {
+    /// The head's byte it goes before.
+    at: usize,
+    /// Its length.
+    len: usize,
+    /// Is it the frame's last segment?
+    last: bool,
+    /// Its buffer.
+    buffer: Detached,
+}
+
+/// The segments of a frame received apart (every one of at least
+/// [`DETACH_FROM`] bytes), from its checked length `table`, behind a
+/// header and table of `head_len` bytes, each with a buffer for numbers of
+/// `width`.
+fn plan(width: TailWidth, table: &[u8], head_len: usize) -> Vec<Part> {
+    let count = table.len() / LENGTH_ENTRY_LEN;
+    let mut at = head_len;
+    let mut parts = Vec::new();
+    for (i, entry) in table.chunks_exact(LENGTH_ENTRY_LEN).enumerate() {
+        let mut len = [0; LENGTH_ENTRY_LEN];
+        len.copy_from_slice(entry);
+        let len = u32::from_le_bytes(len) as usize;
+        if len >= DETACH_FROM {
+            parts.push(Part {
+                at,
+                len,
+                last: i + 1 == count,
+                buffer: Detached::new(width, len),
+            });
+        } else {
+            at += len;
+        }
+    }
+    parts
+}
+
+/// The frame of `head` and the received `parts` (`len` bytes in all).
+fn assemble(head: Vec<u8>, parts: Vec<Part>, len: usize) -> Frame {
+    let mut tail = Tail::new();
+    let mut middle = Vec::with_capacity(parts.len());
+    for mut part in parts {
+        if part.last {
+            tail = part.buffer.take();
+        } else {
+            middle.push((part.at, part.buffer.take()));
+        }
+    }
+    let frame = Frame::with_middle(head, middle, tail);
+    debug_assert_eq!(frame.len(), len);
+    frame
 }
 
 /// Where [`FrameReader::read_payload_in_place`] lets its reader put bytes.
@@ -803,6 +890,85 @@ pub(crate) mod tests {
         r.finish().unwrap();
     }
 
+    /// A request with segments "a", 70,000 numbers, "bc", 9,000 numbers,
+    /// 66,001 bytes, "d" (the header saying eight-byte numbers), and the
+    /// places its large segments go in its head.
+    fn scattered_request() -> (Vec<u8>, [usize; 3]) {
+        let numbers = |n: u64| -> Vec<u8> { (0..n).flat_map(u64::to_le_bytes).collect() };
+        let (first, second, bytes) = (numbers(70_000), numbers(9_000), vec![3u8; 66_001]);
+        let segments: [&[u8]; 6] = [b"a", &first, b"bc", &second, &bytes, b"d"];
+        let call = Call {
+            request: RequestId::new(4).unwrap(),
+            action: ActionId::new(7).unwrap(),
+            domain: DomainId::MIN,
+            trace: None,
+        };
+        let deadline = RelativeDeadline::from_duration(Duration::from_secs(1)).unwrap();
+        let message = Message::Request { call, deadline };
+        let header = Header::new(peer(), message, &segments, &ProtocolLimits::DEFAULT)
+            .and_then(|header| header.with_tail_width(TailWidth::Eight))
+            .unwrap();
+        let mut frame = vec![0; header.frame_len()];
+        encode_frame(&header, &segments, &mut frame).unwrap();
+        let head = header.head_len();
+        (frame, [head + 1, head + 3, head + 3])
+    }
+
+    /// The one frame of `events`: `frame`'s bytes, its large segments held
+    /// apart at `places`, the numbers in their width.
+    fn check_scattered(events: &[ReadEvent], frame: &[u8], places: [usize; 3]) {
+        let [ReadEvent::Frame(received)] = events else {
+            panic!("one frame: {events:?}");
+        };
+        assert!(received.bytes_eq(frame));
+        assert!(received.has_middle() && received.tail().is_empty());
+        let found: Vec<usize> = received.part_places().map(|place| place.at).collect();
+        assert_eq!(found, places);
+        let mut received = received.clone();
+        let (_, middle, _) = received.parts_apart_mut();
+        let widths: Vec<TailWidth> = middle.iter().map(|(_, part)| part.width()).collect();
+        let eight = TailWidth::Eight.for_len(8);
+        // 66,001 bytes are no whole number of eight-byte numbers.
+        assert_eq!(widths, [eight, eight, TailWidth::One]);
+    }
+
+    #[test]
+    fn every_large_segment_is_received_apart() {
+        let (frame, places) = scattered_request();
+        for chunk in [frame.len(), 4096, 999, 81] {
+            let mut r = reader();
+            let events = feed_all(&mut r, &frame, chunk).unwrap();
+            check_scattered(&events, &frame, places);
+            r.finish().unwrap();
+        }
+        // Straight into the frame's buffers, a piece at a time.
+        let head = HEADER_LEN + 6 * LENGTH_ENTRY_LEN;
+        for piece in [usize::MAX, 5000, 7] {
+            let mut r = reader();
+            assert!(feed_all(&mut r, &frame[..head], 80).unwrap().is_empty());
+            let mut events = Vec::new();
+            let mut rest = &frame[head..];
+            while !rest.is_empty() {
+                let want = piece.min(rest.len());
+                let read = if r.payload_left() > 0 {
+                    r.read_payload_in_place(from(&rest[..want]), &mut |event| {
+                        events.push(event);
+                        true
+                    })
+                    .unwrap()
+                    .unwrap()
+                } else {
+                    want
+                };
+                assert!(read > 0);
+                rest = &rest[read..];
+            }
+            check_scattered(&events, &frame, places);
+            assert_eq!(r.assembling(), 0, "nothing left over");
+            r.finish().unwrap();
+        }
+    }
+
     #[test]
     fn a_large_payload_is_read_in_place() {
         let payload = vec![5u8; 100_000];
@@ -816,17 +982,28 @@ pub(crate) mod tests {
                 .is_empty()
         );
         assert_eq!(r.payload_left(), frame.len() - head - 10);
-        // ...the rest straight into the frame.
+        // ...the rest straight into the frame: the large first segment's
+        // own buffer, then the head.
         let mut events = Vec::new();
-        let read = r
-            .read_payload_in_place(from(&frame[head + 10..]), &mut |event| {
-                events.push(event);
-                true
-            })
-            .unwrap()
-            .unwrap();
-        assert_eq!(read, frame.len() - head - 10);
-        assert_eq!(events, [ReadEvent::Frame(Frame::whole(frame.clone()))]);
+        let mut rest = &frame[head + 10..];
+        let mut reads = Vec::new();
+        while !rest.is_empty() {
+            let read = r
+                .read_payload_in_place(from(rest), &mut |event| {
+                    events.push(event);
+                    true
+                })
+                .unwrap()
+                .unwrap();
+            reads.push(read);
+            rest = &rest[read..];
+        }
+        assert_eq!(reads, [payload.len() - 10, 2]);
+        let [ReadEvent::Frame(received)] = &events[..] else {
+            panic!("one frame: {events:?}");
+        };
+        assert!(received.has_middle(), "the large segment kept apart");
+        assert!(received.bytes_eq(&frame));
         assert_eq!(r.payload_left(), 0);
         r.finish().unwrap();
     }

@@ -361,7 +361,7 @@ impl Header {
         })
     }
 
-    /// The header saying that the last segment packs numbers of `width`
+    /// The header saying that the large segments pack numbers of `width`
     /// (see [`TailWidth`]); every constructor says [`TailWidth::One`].
     ///
     /// # Errors
@@ -379,7 +379,7 @@ impl Header {
         })
     }
 
-    /// How wide the numbers packed in the last segment are (see
+    /// How wide the numbers packed in the large segments are (see
     /// [`TailWidth`]).
     pub const fn tail_width(&self) -> TailWidth {
         self.tail_width

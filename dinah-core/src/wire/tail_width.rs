@@ -1,21 +1,23 @@
-//! The element width of a frame's last segment: how a receiver may keep
-//! it without copying it again.
+//! The element width of a frame's large segments: how a receiver may keep
+//! them without copying them again.
 
-/// How wide the numbers packed in a frame's last segment are: 1, 2, 4, 8
-/// or 16 bytes (header byte 7, as the base-2 logarithm).
+/// How wide the numbers packed in a frame's large segments are: 1, 2, 4,
+/// 8 or 16 bytes (header byte 7, as the base-2 logarithm).
 ///
-/// A sender that packs a vector of numbers into the last segment (a
-/// `Vec<f64>`: eight) says so, and a receiver that keeps that segment in
-/// an allocation of its own allocates it for numbers of that width, so
-/// the decoded vector can take the allocation over instead of copying it.
-/// It is a hint about memory, not about meaning: the bytes are the same
-/// whatever the width, and a receiver may ignore it. Only requests and
-/// results with at least one segment carry a width other than
-/// [`One`](Self::One).
+/// A sender that packs vectors of numbers into large segments (a
+/// `Vec<f64>`: eight) says so, and a receiver that keeps a segment in an
+/// allocation of its own allocates it for numbers of that width, so the
+/// decoded vector can take the allocation over instead of copying it. One
+/// width is said per frame: a sender whose large segments pack numbers of
+/// different widths says the last segment's, and a segment of another
+/// width is copied once when decoded. It is a hint about memory, not
+/// about meaning: the bytes are the same whatever the width, and a
+/// receiver may ignore it. Only requests and results with at least one
+/// segment carry a width other than [`One`](Self::One).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum TailWidth {
     /// Bytes, or nothing said (every frame but a request's or result's
-    /// whose last segment packs wider numbers).
+    /// whose large segments pack wider numbers).
     #[default]
     One,
     /// Two-byte numbers (`u16`, `i16`).
@@ -61,7 +63,7 @@ impl TailWidth {
         }
     }
 
-    /// The width a receiver keeps a last segment of `len` bytes in when
+    /// The width a receiver keeps a segment of `len` bytes in when
     /// its sender said `self`: `self` if `len` is a whole number of its
     /// numbers and this machine is little-endian (where a number's memory
     /// is its wire bytes), [`One`](Self::One) otherwise.

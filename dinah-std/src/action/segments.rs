@@ -2,7 +2,9 @@
 
 use std::fmt;
 
-use dinah_core::wire::{Segments, SplitFrameRef};
+use dinah_core::wire::{
+    PartPlace, PartedFrameRef, PartedSegment, PartedSegments, Segments, SplitFrameRef,
+};
 
 use super::{CodecError, packed};
 use crate::transport::{Tail, TailNumber, TailWidth};
@@ -205,9 +207,18 @@ impl SegmentWriter {
         self.apart.iter().map(|apart| apart.part.len()).sum()
     }
 
-    /// The width of the numbers the last segment is kept as, if it is
-    /// detached; bytes otherwise.
-    pub(crate) fn tail_width(&self) -> TailWidth {
+    /// The width to tell receivers the large segments pack numbers of
+    /// (the header's [`TailWidth`]): the width every detached segment is
+    /// kept in if they share one, else the last segment's if it is
+    /// detached, else bytes.
+    pub(crate) fn parts_width(&self) -> TailWidth {
+        let mut widths = self.apart.iter().map(|apart| apart.part.width());
+        let Some(first) = widths.next() else {
+            return TailWidth::One;
+        };
+        if widths.all(|width| width == first) {
+            return first;
+        }
         match self.apart.last() {
             Some(apart) if apart.segment + 1 == self.len() => apart.part.width(),
             _ => TailWidth::One,
@@ -365,12 +376,77 @@ pub struct SegmentReader<'a> {
 
 enum Source<'a> {
     Frame(Segments<'a>),
+    /// A received frame with parts held apart (see [`Parted`]).
+    Parted(Parted<'a>),
     Writer {
         writer: &'a SegmentWriter,
         next: usize,
     },
     /// The records of a group not read yet.
     Group(&'a [u8]),
+}
+
+/// The segments of a received frame held as a head and parts held apart:
+/// the middle parts not read yet, then the tail.
+struct Parted<'a> {
+    segments: PartedSegments<'a>,
+    middle: &'a mut [(usize, Tail)],
+    tail: Option<&'a mut Tail>,
+    /// The tail's place: the head's end.
+    tail_at: usize,
+}
+
+impl<'a> Parted<'a> {
+    /// The place of the next part not read yet.
+    fn next_place(&self) -> Option<PartPlace> {
+        match self.middle.first() {
+            Some((at, part)) => Some(PartPlace {
+                at: *at,
+                len: part.len(),
+            }),
+            None => self.tail.as_ref().map(|tail| PartPlace {
+                at: self.tail_at,
+                len: tail.len(),
+            }),
+        }
+    }
+
+    /// The next part, lent for the reader's lifetime.
+    fn take_part(&mut self) -> Option<&'a mut Tail> {
+        match std::mem::take(&mut self.middle).split_first_mut() {
+            Some(((_, part), rest)) => {
+                self.middle = rest;
+                Some(part)
+            }
+            None => self.tail.take(),
+        }
+    }
+
+    /// The next segment: bytes in the head, or a part.
+    fn next_segment(&mut self) -> Option<Segment<'a>> {
+        match self.segments.next(self.next_place())? {
+            PartedSegment::Inline(bytes) => Some(Segment::Inline(bytes)),
+            PartedSegment::Apart => self.take_part().map(Segment::Apart),
+        }
+    }
+
+    /// The next segment's part, taken, if the next segment is one.
+    fn take_if_apart(&mut self) -> Option<Tail> {
+        let mut probe = self.segments.clone();
+        match probe.next(self.next_place())? {
+            PartedSegment::Apart => {
+                self.segments = probe;
+                self.take_part().map(std::mem::take)
+            }
+            PartedSegment::Inline(_) => None,
+        }
+    }
+}
+
+/// A segment of a [`Parted`] frame.
+enum Segment<'a> {
+    Inline(&'a [u8]),
+    Apart(&'a mut Tail),
 }
 
 impl<'a> Iterator for Source<'a> {
@@ -380,6 +456,13 @@ impl<'a> Iterator for Source<'a> {
     fn next(&mut self) -> Option<&'a [u8]> {
         match self {
             Self::Frame(segments) => segments.next(),
+            Self::Parted(parted) => match parted.next_segment()? {
+                Segment::Inline(bytes) => Some(bytes),
+                Segment::Apart(part) => {
+                    let part: &'a Tail = part;
+                    Some(part.as_bytes())
+                }
+            },
             Self::Writer { writer, next } => {
                 let writer: &'a SegmentWriter = writer;
                 if *next >= writer.len() {
@@ -420,6 +503,27 @@ impl<'a> SegmentReader<'a> {
             source: Source::Frame(frame.head_segments()),
             taken: 0,
             tail: Some(tail),
+        }
+    }
+
+    /// A reader over a received frame held as a head and parts held apart
+    /// (`middle`, then `tail`), whose buffers vectors read from them take
+    /// over ([`next_vec`](Self::next_vec),
+    /// [`next_numbers`](Self::next_numbers)).
+    pub(crate) fn from_parted_frame(
+        frame: PartedFrameRef<'a>,
+        middle: &'a mut [(usize, Tail)],
+        tail: Option<&'a mut Tail>,
+    ) -> Self {
+        Self {
+            source: Source::Parted(Parted {
+                segments: frame.segments(),
+                middle,
+                tail,
+                tail_at: frame.head_len(),
+            }),
+            taken: 0,
+            tail: None,
         }
     }
 
@@ -466,10 +570,10 @@ impl<'a> SegmentReader<'a> {
         }
     }
 
-    /// The next segment as an owned buffer: a received frame's detached
-    /// last segment kept as bytes is handed over without a copy (its
-    /// buffer becomes the value), any other segment (or a tail kept as
-    /// wider numbers) is copied.
+    /// The next segment as an owned buffer: a received frame's segment
+    /// held apart as bytes is handed over without a copy (its buffer
+    /// becomes the value), any other segment (or a part kept as wider
+    /// numbers) is copied.
     ///
     /// # Errors
     ///
@@ -484,9 +588,9 @@ impl<'a> SegmentReader<'a> {
     }
 
     /// The next segment as a vector of numbers packed little-endian: a
-    /// received frame's detached last segment kept in `T`'s width (see
-    /// [`Tail`]) becomes the vector without a copy; anything else is
-    /// copied in one pass.
+    /// received frame's segment held apart in `T`'s width (see [`Tail`])
+    /// becomes the vector without a copy; anything else is copied in one
+    /// pass.
     ///
     /// # Errors
     ///
@@ -503,10 +607,15 @@ impl<'a> SegmentReader<'a> {
         packed::decode(self.next_segment()?, index)
     }
 
-    /// The detached last segment, taken, if it is the next segment.
+    /// The next segment's buffer, taken, if it is held apart.
     fn take_tail(&mut self) -> Option<Tail> {
-        let at_tail = match &self.source {
+        let at_tail = match &mut self.source {
             Source::Frame(segments) => segments.len() == 0,
+            Source::Parted(parted) => {
+                let part = parted.take_if_apart()?;
+                self.taken += 1;
+                return Some(part);
+            }
             Source::Writer { .. } | Source::Group(_) => false,
         };
         if !at_tail {
@@ -541,7 +650,7 @@ impl<'a> SegmentReader<'a> {
     pub(crate) fn group_bytes_left(&self) -> usize {
         match &self.source {
             Source::Group(rest) => rest.len(),
-            Source::Frame(_) | Source::Writer { .. } => 0,
+            Source::Frame(_) | Source::Parted(_) | Source::Writer { .. } => 0,
         }
     }
 
@@ -631,21 +740,33 @@ mod tests {
         assert_eq!(places, [(7, DETACH_FROM), (9, DETACH_FROM + 1)]);
         assert_eq!(tail.as_bytes(), vec![4; DETACH_FROM]);
         assert!(!writer.has_apart());
-        assert_eq!(writer.tail_width(), TailWidth::One);
+        assert_eq!(writer.parts_width(), TailWidth::One);
     }
 
     #[test]
-    fn the_width_said_is_the_last_segments_when_it_is_detached() {
+    fn the_width_said_is_the_detached_segments_or_else_the_last() {
+        let native = |width| {
+            if packed::NATIVE_IS_WIRE {
+                width
+            } else {
+                TailWidth::One
+            }
+        };
         let mut writer = SegmentWriter::new();
         writer.push_numbers(vec![1.5f64; DETACH_FROM / 8]);
-        let expected = if packed::NATIVE_IS_WIRE {
-            TailWidth::Eight
-        } else {
-            TailWidth::One
-        };
-        assert_eq!(writer.tail_width(), expected);
+        assert_eq!(writer.parts_width(), native(TailWidth::Eight));
         writer.push(b"x");
-        assert_eq!(writer.tail_width(), TailWidth::One, "the last is inline");
+        assert_eq!(writer.parts_width(), native(TailWidth::Eight), "shared");
+        writer.push_numbers(vec![2i64; DETACH_FROM / 8]);
+        assert_eq!(writer.parts_width(), native(TailWidth::Eight), "shared");
+        writer.push_numbers(vec![3u32; DETACH_FROM / 4]);
+        assert_eq!(writer.parts_width(), native(TailWidth::Four), "the last's");
+        writer.push(b"y");
+        assert_eq!(
+            writer.parts_width(),
+            TailWidth::One,
+            "mixed, the last inline"
+        );
         writer.clear();
         assert!(writer.is_empty() && !writer.has_apart());
     }

@@ -2,8 +2,8 @@
 
 use dinah_core::wire::{
     Call, DecodeContext, ErrorCode, FrameRef, HEADER_LEN, Header, LENGTH_ENTRY_LEN, Message,
-    ProtocolError, RelativeDeadline, SplitFrameRef, decode_frame, decode_split_frame, encode_head,
-    truncate_error_text,
+    PartedFrameRef, ProtocolError, RelativeDeadline, SplitFrameRef, decode_frame,
+    decode_parted_frame, decode_split_frame, encode_head, truncate_error_text,
 };
 use dinah_core::{LimitField, ProtocolLimits, Rank};
 
@@ -57,9 +57,9 @@ pub(crate) fn with_payload(
 }
 
 /// [`with_payload`] for a payload with detached segments: they stay in
-/// their buffers as the frame's middle parts and tail, and if the last
-/// segment is one of them the header says the width of the numbers it
-/// packs (a `Vec<f64>`'s: eight), so that a receiver keeps it in an
+/// their buffers as the frame's middle parts and tail, and the header says
+/// the width of the numbers they pack (a `Vec<f64>`'s: eight; see
+/// [`SegmentWriter`]'s `parts_width`), so that a receiver keeps each in an
 /// allocation a vector of them can take over.
 #[cold]
 fn with_apart(
@@ -71,7 +71,7 @@ fn with_apart(
     let (bytes, apart) = (payload.bytes(), payload.apart_len());
     let header =
         Header::packed_with_detached(origin, message, payload.lens(), bytes, apart, limits)?
-            .with_tail_width(payload.tail_width())?;
+            .with_tail_width(payload.parts_width())?;
     // Every length, the detached segments' included, goes into the
     // head's table; taken once written.
     let lens: Vec<usize> = payload.lens().collect();
@@ -136,6 +136,8 @@ pub(crate) enum Received<'a> {
     Whole(FrameRef<'a>),
     /// Held as a head and a detached last segment.
     Split(SplitFrameRef<'a>),
+    /// Held as a head and middle parts (and maybe a tail).
+    Parted(PartedFrameRef<'a>),
 }
 
 impl Received<'_> {
@@ -145,30 +147,27 @@ impl Received<'_> {
         match self {
             Self::Whole(frame) => frame.header(),
             Self::Split(frame) => frame.header(),
+            Self::Parted(frame) => frame.header(),
         }
     }
 }
 
-/// Decodes and checks `frame`, whole or split, [settling](Frame::settle)
-/// it first if it holds middle parts (a frame this rank made, or one a
-/// transport handed over as it was sent): the runtime reads a frame as a
-/// head and at most a detached last segment.
+/// Decodes and checks `frame`: whole, split, or with middle parts.
 ///
 /// # Errors
 ///
 /// The frame's [`ProtocolError`]: see
-/// [`decode_frame`](dinah_core::wire::decode_frame) and
-/// [`decode_split_frame`](dinah_core::wire::decode_split_frame).
+/// [`decode_frame`](dinah_core::wire::decode_frame),
+/// [`decode_split_frame`](dinah_core::wire::decode_split_frame) and
+/// [`decode_parted_frame`](dinah_core::wire::decode_parted_frame).
 #[inline]
 pub(crate) fn decode_received<'a>(
-    frame: &'a mut Frame,
+    frame: &'a Frame,
     ctx: &DecodeContext,
 ) -> Result<Received<'a>, ProtocolError> {
     if frame.has_middle() {
-        frame.settle();
-    }
-    let frame: &'a Frame = frame;
-    if frame.is_split() {
+        decode_parted_frame(frame.head(), frame.part_places(), ctx).map(Received::Parted)
+    } else if frame.is_split() {
         decode_split_frame(frame.head(), frame.tail().len(), ctx).map(Received::Split)
     } else {
         decode_frame(frame.head(), ctx).map(Received::Whole)
@@ -178,13 +177,12 @@ pub(crate) fn decode_received<'a>(
 /// A reader over the payload of `frame`, which was validated into
 /// `header` when it arrived (or was encoded by this rank); `None` if its
 /// parts no longer match the header. A detached last segment can be
-/// taken by the value read ([`SegmentReader::next_vec`]). A frame with
-/// middle parts (a request this rank made for itself) is
-/// [settled](Frame::settle) first.
+/// taken by the value read ([`SegmentReader::next_vec`]), and so can
+/// middle parts.
 #[inline]
 pub(crate) fn payload(header: Header, frame: &mut Frame) -> Option<SegmentReader<'_>> {
     if frame.has_middle() {
-        frame.settle();
+        return parted_payload(header, frame);
     }
     match frame.parts_mut() {
         (head, Some(tail)) => {
@@ -196,6 +194,15 @@ pub(crate) fn payload(header: Header, frame: &mut Frame) -> Option<SegmentReader
             Some(SegmentReader::from_frame(whole.segments()))
         }
     }
+}
+
+/// [`payload`] of a frame with middle parts.
+#[cold]
+fn parted_payload(header: Header, frame: &mut Frame) -> Option<SegmentReader<'_>> {
+    let apart = frame.part_places().map(|place| place.len).sum();
+    let (head, middle, tail) = frame.parts_apart_mut();
+    let parted = PartedFrameRef::from_decoded(header, head, apart)?;
+    Some(SegmentReader::from_parted_frame(parted, middle, tail))
 }
 
 /// The most segments a payload framed in place has (more are copied): the
@@ -505,13 +512,18 @@ mod tests {
         assert_eq!(parts[1].as_ptr(), first_at, "the middle part, not copied");
         assert_eq!(parts[2], b"after");
         assert_eq!(parts[3].as_ptr(), last_at, "the tail, not copied");
-        // Read back (the middle part settled into the head).
-        let decoded = decode_received(&mut frame, &ctx()).expect("valid");
+        // Read back: each detached segment is the value read from it.
+        let decoded = decode_received(&frame, &ctx()).expect("valid");
         assert_eq!(*decoded.header(), header);
-        assert!(!frame.has_middle());
         let mut input = payload(header, &mut frame).expect("the parts match the header");
         assert_eq!(input.next_segment().unwrap(), b"before");
-        assert_eq!(input.next_vec().unwrap(), first);
+        let middle = input.next_vec().unwrap();
+        assert_eq!(middle, first);
+        assert_eq!(
+            middle.as_ptr(),
+            first_at,
+            "the middle part is the encoded buffer"
+        );
         assert_eq!(input.next_segment().unwrap(), b"after");
         let tail = input.next_vec().unwrap();
         assert_eq!(tail.as_ptr(), last_at, "the tail is the encoded buffer");
@@ -522,8 +534,10 @@ mod tests {
     fn a_detached_segment_followed_by_small_ones_leaves_no_tail() {
         let limits = ProtocolLimits::default();
         let numbers: Vec<f64> = (0..DETACH_FROM / 8).map(|i| i as f64).collect();
+        let sent = numbers.clone();
+        let address = sent.as_ptr();
         let mut writer = SegmentWriter::new();
-        numbers.clone().encode_owned(&mut writer).expect("encodes");
+        sent.encode_owned(&mut writer).expect("encodes");
         writer.push(b"after");
         writer.push_owned(vec![2; DETACH_FROM - 1]);
         let message = Message::Result { call: call() };
@@ -533,16 +547,27 @@ mod tests {
         assert!(frame.tail().is_empty(), "the last segment is in the head");
         let wire: Vec<u8> = numbers.iter().flat_map(|x| x.to_le_bytes()).collect();
         let segments: [&[u8]; 3] = [&wire, b"after", &vec![2; DETACH_FROM - 1]];
-        // The width the header says is the last segment's: bytes.
-        let header = Header::new(Rank::ZERO, message, &segments, &limits).expect("valid");
+        // The width the header says is the detached segment's, though the
+        // last segment is in the head.
+        let width = if little {
+            TailWidth::Eight
+        } else {
+            TailWidth::One
+        };
+        let header = Header::new(Rank::ZERO, message, &segments, &limits)
+            .and_then(|header| header.with_tail_width(width))
+            .expect("valid");
         let mut reference = vec![0; header.frame_len()];
         encode_frame(&header, &segments, &mut reference).expect("encodes");
         assert!(frame.bytes_eq(&reference));
-        let decoded = decode_received(&mut frame, &ctx()).expect("valid");
+        let decoded = decode_received(&frame, &ctx()).expect("valid");
         assert_eq!(*decoded.header(), header);
-        assert!(!frame.is_split(), "settled whole");
-        let mut input = payload(header, &mut frame).expect("whole");
-        assert_eq!(Vec::<f64>::decode(&mut input).unwrap(), numbers);
+        let mut input = payload(header, &mut frame).expect("matches");
+        let back = Vec::<f64>::decode(&mut input).unwrap();
+        assert_eq!(back, numbers);
+        if little {
+            assert_eq!(back.as_ptr(), address, "the middle part is the vector");
+        }
         assert_eq!(input.next_segment().unwrap(), b"after");
         assert_eq!(input.next_vec().unwrap(), vec![2; DETACH_FROM - 1]);
         input.finish().unwrap();

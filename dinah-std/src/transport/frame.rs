@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use dinah_core::wire::PartPlace;
+
 use super::Tail;
 
 /// A frame's bytes (header, length table, segments), held in one buffer
@@ -167,6 +169,41 @@ impl Frame {
             Repr::Split(parts) => {
                 let Parts { head, tail, .. } = &mut **parts;
                 (head, Some(tail))
+            }
+        }
+    }
+
+    /// The places of the parts held apart, in order: the middle parts,
+    /// then the tail (at the head's end) if there is one. What the runtime
+    /// checks a received frame with parts against
+    /// ([`decode_parted_frame`](dinah_core::wire::decode_parted_frame)).
+    pub fn part_places(&self) -> impl Iterator<Item = PartPlace> + Clone + '_ {
+        let (middle, tail): (&[(usize, Tail)], Option<PartPlace>) = match &self.0 {
+            Repr::Whole(_) => (&[], None),
+            Repr::Split(parts) => {
+                let tail = (!parts.tail.is_empty()).then(|| PartPlace {
+                    at: parts.head.len(),
+                    len: parts.tail.len(),
+                });
+                (&parts.middle, tail)
+            }
+        };
+        let middle = middle.iter().map(|(at, part)| PartPlace {
+            at: *at,
+            len: part.len(),
+        });
+        middle.chain(tail)
+    }
+
+    /// The head, the middle parts and the tail (if any), the parts to be
+    /// taken: a received part becomes the decoded value.
+    pub fn parts_apart_mut(&mut self) -> (&[u8], &mut [(usize, Tail)], Option<&mut Tail>) {
+        match &mut self.0 {
+            Repr::Whole(bytes) => (bytes, &mut [], None),
+            Repr::Split(parts) => {
+                let Parts { head, middle, tail } = &mut **parts;
+                let tail = (!tail.is_empty()).then_some(tail);
+                (head, middle, tail)
             }
         }
     }

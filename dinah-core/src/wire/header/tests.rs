@@ -13,7 +13,7 @@ fn decode(bytes: &[u8], channel: Channel) -> Result<Header, ProtocolError> {
 /// The encoded request header of the fixtures, written out by hand from the
 /// layout table.
 const GOLDEN_REQUEST: &str = concat!(
-    "444e4148050001000100000009000000",
+    "444e4148060001000100000009000000",
     "03000000000000008877665544332211",
     "100f0e0d0c0b0a090807060504030201",
     "030000000000000000ca9a3b00000000",

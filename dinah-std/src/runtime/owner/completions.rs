@@ -63,7 +63,7 @@ fn local_outcome(
 ) -> CallOutcome {
     let error = match outcome {
         // The future decodes the output from the frame through its header.
-        TaskOutcome::Completed(mut frame) => match decode_received(&mut frame, ctx) {
+        TaskOutcome::Completed(frame) => match decode_received(&frame, ctx) {
             Ok(decoded) => {
                 let header = *decoded.header();
                 counts.completed();

@@ -2,9 +2,7 @@
 //! here, then handed to the caller's table or the serving side), peers
 //! going down, sends that failed.
 
-use dinah_core::wire::{
-    Channel, DecodeContext, ErrorCode, FrameRef, Message, decode_frame, decode_split_frame,
-};
+use dinah_core::wire::{Channel, DecodeContext, ErrorCode, FrameRef, Message, decode_frame};
 use dinah_core::{Instant, Rank};
 
 use crate::runtime::Runtime;
@@ -56,8 +54,7 @@ impl Runtime {
                 else {
                     return;
                 };
-                let mut frame = frame;
-                if let Ok(decoded) = decode_received(&mut frame, &ctx) {
+                if let Ok(decoded) = decode_received(&frame, &ctx) {
                     if let Message::Request { call, .. } = *decoded.header().message() {
                         let failure = RuntimeError::Transport { peer: to, error };
                         let counts = &mut self.counts;
@@ -94,15 +91,10 @@ impl Runtime {
         let ctx = ctx.with_channel(channel);
         // Matched by reference, so the decoded frame is read where the
         // decoder wrote it instead of being copied out first; a split
-        // frame (a large payload) is decoded on a path of its own, its
-        // middle parts (if a transport kept them) settled into its head.
-        let mut bytes = bytes;
-        if bytes.has_middle() {
-            bytes.settle();
-        }
+        // frame (a large payload) is decoded on a path of its own.
         let (whole, split);
         let header = if bytes.is_split() {
-            split = decode_split_frame(bytes.head(), bytes.tail().len(), &ctx);
+            split = decode_received(&bytes, &ctx);
             match &split {
                 Ok(frame) => frame.header(),
                 Err(_) => return counts.protocol_rejection(),
