@@ -6,7 +6,8 @@
 //! flight (actions per second), each with the handler on a worker (pooled)
 //! and registered inline (run on the serving owner thread), and a payload
 //! sweep up to 4 MiB (raw ping-pong and a dinah echo of the same size, of
-//! a `Vec<u8>` and of a `Vec<f64>` of those bytes).
+//! a `Vec<u8>`, of a `Vec<f64>` of those bytes, and of two `Vec<f64>` of
+//! half of them each).
 //!
 //! Criterion and MPI ranks do not mix (criterion would time each rank on
 //! its own), so this is a small harness: rank 0 measures and prints a
@@ -42,7 +43,7 @@ use dinah::std::{Action, CodecError, Runtime, SegmentReader, SegmentWriter, Wire
 
 #[path = "support/echo.rs"]
 mod echo;
-use echo::{Echo, EchoF64};
+use echo::{Echo, EchoF64, EchoF64Pair};
 
 /// An action that does nothing: the round trip is all overhead.
 struct Noop;
@@ -308,11 +309,28 @@ fn main() -> Result<(), BoxError> {
                 }
                 start.elapsed() / plan.sweep_iterations as u32
             });
+            // The same bytes as two vectors: the first a middle part of
+            // its frame, the second its tail.
+            let pairs = median(plan.batches, || {
+                let mut message = (vec![0.5f64; size / 16], vec![0.25f64; size / 16]);
+                let start = Instant::now();
+                for _ in 0..plan.sweep_iterations {
+                    let (a, b) = message;
+                    message = runtime
+                        .block_on(client.spawn_on(peer, EchoF64Pair(a, b)))
+                        .expect("echo");
+                    assert_eq!(message.1.len(), size / 16);
+                }
+                start.elapsed() / plan.sweep_iterations as u32
+            });
             table.payload_row("", size, *raw, echo);
-            numbers_rows.push((size, *raw, numbers));
+            numbers_rows.push((size, *raw, numbers, pairs));
         }
-        for (size, raw, numbers) in numbers_rows {
+        for &(size, raw, numbers, _) in &numbers_rows {
             table.payload_row(" as f64", size, raw, numbers);
+        }
+        for &(size, raw, _, pairs) in &numbers_rows {
+            table.payload_row(" as two f64 vectors", size, raw, pairs);
         }
         let me = runtime.rank();
         for peer in runtime.world().ranks().filter(|&r| r != me) {
@@ -362,6 +380,7 @@ fn start_runtime(world: &SimpleCommunicator, stop: &Arc<AtomicBool>) -> Result<R
     builder.register_inline::<NoopInline, _>(dinah::std::DEFAULT_DOMAIN, |NoopInline| Ok(()))?;
     builder.register::<Echo, _>(|Echo(bytes)| Ok(bytes))?;
     builder.register::<EchoF64, _>(|EchoF64(numbers)| Ok(numbers))?;
+    builder.register::<EchoF64Pair, _>(|EchoF64Pair(a, b)| Ok((a, b)))?;
     let stop = Arc::clone(stop);
     builder.register::<Stop, _>(move |Stop| {
         stop.store(true, Ordering::Release);

@@ -48,7 +48,7 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group};
 use dinah_core::wire::{Call, Channel, Message, RelativeDeadline};
 use dinah_core::{ActionId, DomainId, ProtocolLimits, Rank, RequestId, RuntimeLimits, WorldSize};
 use dinah_std::transport::{TransportDriver, TransportEvent, TransportHandle, frame_buffers};
-use dinah_std::{Action, CodecError, Runtime, SegmentReader, SegmentWriter, WireValue, schema_id};
+use dinah_std::{Action, Runtime};
 use dinah_tcp::{Membership, TcpTransport};
 
 #[path = "support/echo.rs"]
@@ -57,34 +57,9 @@ mod echo;
 mod noop;
 #[path = "support/raw_tcp.rs"]
 mod raw_tcp;
-use echo::{Echo, EchoF64};
+use echo::{Echo, EchoF64, EchoF64Pair};
 use noop::{Noop, raw_frame};
 
-/// Sends two vectors of numbers back: an HPC call with two arrays, whose
-/// first travels as a middle part of its frame and whose second as the
-/// frame's tail (see `dinah_std::transport::Frame`).
-struct EchoF64Pair(Vec<f64>, Vec<f64>);
-
-impl WireValue for EchoF64Pair {
-    const SCHEMA_ID: u64 = schema_id("bench.EchoF64Pair/1");
-    fn encode(&self, out: &mut SegmentWriter) -> Result<(), CodecError> {
-        self.0.encode(out)?;
-        self.1.encode(out)
-    }
-    fn encode_owned(self, out: &mut SegmentWriter) -> Result<(), CodecError> {
-        self.0.encode_owned(out)?;
-        self.1.encode_owned(out)
-    }
-    fn decode(input: &mut SegmentReader<'_>) -> Result<Self, CodecError> {
-        let first = Vec::<f64>::decode(input)?;
-        Vec::<f64>::decode(input).map(|second| EchoF64Pair(first, second))
-    }
-}
-
-impl Action for EchoF64Pair {
-    const ID: u128 = 0xbe4c_0006;
-    type Output = (Vec<f64>, Vec<f64>);
-}
 use raw_tcp::{RawPingPong, RawPipelined, SpinPingPong};
 
 fn cfg() -> dinah_tcp::TcpConfig {

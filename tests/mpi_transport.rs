@@ -37,8 +37,8 @@ use dinah::mpi::mpi::topology::SimpleCommunicator;
 use dinah::mpi::mpi::traits::{Communicator, CommunicatorCollectives};
 use dinah::mpi::{MpiConfig, MpiDriver, MpiError, MpiTransport};
 use dinah::std::transport::{
-    Channel, DownReason, DriverCounts, HandleConfig, PeerStatus, TransportDriver, TransportError,
-    TransportEvent, TransportHandle, TransportHello,
+    Channel, DownReason, DriverCounts, Frame, HandleConfig, PeerStatus, Tail, TransportDriver,
+    TransportError, TransportEvent, TransportHandle, TransportHello,
 };
 use dinah::std::{
     Action, CodecError, Runtime, RuntimeBuilder, RuntimeError, SegmentReader, SegmentWriter,
@@ -78,6 +78,10 @@ fn main() {
     mpi.step(
         "a_tail_of_numbers_arrives_in_its_width_or_as_received",
         a_tail_of_numbers_arrives_in_its_width_or_as_received,
+    );
+    mpi.step(
+        "frames_in_parts_arrive_in_parts",
+        frames_in_parts_arrive_in_parts,
     );
     mpi.step(
         "clean_shutdown_reports_all_zero",
@@ -693,6 +697,63 @@ fn an_oversized_announcement_is_a_protocol_violation(world: &SimpleCommunicator)
         assert_eq!(handle.peer_status(one), PeerStatus::Down);
         println!("mpi_transport: rank 1 down for a protocol violation, nothing of it handed over");
     }
+    world.barrier();
+    driver.close(Instant::now() + Duration::from_secs(1));
+}
+
+/// Every rank sends the next around the ring frames held in parts: a
+/// head with two middle parts (eight-byte numbers, then bytes) and a tail
+/// of numbers, and one whose last segment is in its head. Each arrives as
+/// its bytes, every part in a buffer of its own at its place, numbers in
+/// their width, and nothing stays counted as retained.
+fn frames_in_parts_arrive_in_parts(world: &SimpleCommunicator) {
+    let (me, _) = rank_of(world);
+    let (handle, mut driver) = connect_bare(world, HandleConfig::default());
+    let (next, previous) = ring(&driver);
+    let sent = |sender: u32| {
+        let numbers: Vec<u64> = (0..9_000).map(|i| i * 3 + u64::from(sender)).collect();
+        let bytes = pattern(sender, 1, 70_001);
+        let tail: Vec<u32> = (0..20_000).map(|i| i ^ sender).collect();
+        let middle = vec![(40, Tail::from_numbers(numbers)), (60, Tail::from(bytes))];
+        let with_tail =
+            Frame::with_middle(pattern(sender, 0, 100), middle, Tail::from_numbers(tail));
+        let middle = vec![(0, Tail::from(pattern(sender, 2, 66_000)))];
+        let without = Frame::with_middle(pattern(sender, 3, 10), middle, Vec::new());
+        [with_tail, without]
+    };
+    for frame in sent(me) {
+        handle
+            .try_send(next, Channel::Action, frame)
+            .expect("queued");
+    }
+    let mut frames = Vec::new();
+    poll_until(&mut driver, "the frames in parts", 64, |_, events| {
+        for event in events.drain(..) {
+            if let TransportEvent::Frame { from, frame, .. } = event {
+                assert_eq!(from, previous, "rank {me}: from the previous rank");
+                frames.push(frame);
+            }
+        }
+        frames.len() == 2
+    });
+    let expected = sent(previous.get());
+    for (got, want) in frames.iter_mut().zip(&expected) {
+        assert!(got.bytes_eq(&want.to_vec()), "rank {me}: the bytes");
+        let places: Vec<_> = got.part_places().collect();
+        let wanted: Vec<_> = want.part_places().collect();
+        assert_eq!(places, wanted, "rank {me}: each part at its place");
+        let widths = |frame: &mut Frame| -> Vec<TailWidth> {
+            let (_, middle, tail) = frame.parts_apart_mut();
+            let middle = middle.iter().map(|(_, part)| part.width());
+            middle.chain(tail.map(|tail| tail.width())).collect()
+        };
+        let mut want = want.clone();
+        assert_eq!(widths(got), widths(&mut want), "rank {me}: in their widths");
+    }
+    poll_until(&mut driver, "nothing retained", 64, |driver, _| {
+        driver.counts().retained_bytes == 0
+    });
+    println!("mpi_transport: frames in parts arrived in parts");
     world.barrier();
     driver.close(Instant::now() + Duration::from_secs(1));
 }

@@ -19,9 +19,9 @@ use std::path::{Path, PathBuf};
 
 use dinah_core::wire::{
     Call, Channel, DecodeContext, ErrorCode, FrameAssembler, HEADER_LEN, HELLO_LEN, Header, Hello,
-    HelloAuth, Message, MessageKind, ProtocolError, RelativeDeadline, StreamDecoder, StreamEvent,
-    TailWidth, TraceId, check_compatible, decode_frame, decode_split_frame, encode_frame,
-    limit_field_from_code,
+    HelloAuth, Message, MessageKind, PartPlace, PartedFrameRef, PartedSegment, ProtocolError,
+    RelativeDeadline, StreamDecoder, StreamEvent, TailWidth, TraceId, check_compatible,
+    decode_frame, decode_parted_frame, decode_split_frame, encode_frame, limit_field_from_code,
 };
 use dinah_core::{
     ActionId, DomainId, ERROR_TEXT_CAP, FRAME_BYTES_CAP, Fingerprint, ProtocolLimits, Rank,
@@ -357,6 +357,40 @@ fn config() -> ProptestConfig {
     config
 }
 
+/// The segments of `frame` read with its parts `parts` at `places`.
+fn read_parted(
+    frame: &PartedFrameRef<'_>,
+    places: &[PartPlace],
+    parts: &[Vec<u8>],
+) -> Vec<Vec<u8>> {
+    let mut segments = frame.segments();
+    let mut next = places.iter().copied().zip(parts).peekable();
+    let mut read = Vec::new();
+    while let Some(segment) = segments.next(next.peek().map(|(place, _)| *place)) {
+        read.push(match segment {
+            PartedSegment::Inline(bytes) => bytes.to_vec(),
+            PartedSegment::Apart => next
+                .next()
+                .map(|(_, part)| part.clone())
+                .unwrap_or_default(),
+        });
+    }
+    read
+}
+
+/// The bytes of `head` with `parts` inserted at `places`.
+fn reassemble(head: &[u8], places: &[PartPlace], parts: &[Vec<u8>]) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    let mut from = 0;
+    for (place, part) in places.iter().zip(parts) {
+        bytes.extend_from_slice(&head[from..place.at]);
+        bytes.extend_from_slice(part);
+        from = place.at;
+    }
+    bytes.extend_from_slice(&head[from..]);
+    bytes
+}
+
 proptest! {
     #![proptest_config(config())]
 
@@ -415,6 +449,48 @@ proptest! {
                 )
                 .and_then(|header| header.with_tail_width(frame.header.tail_width()));
                 prop_assert_eq!(packed, Ok(frame.header));
+            }
+        }
+    }
+
+    #[test]
+    fn a_frame_with_any_segments_held_apart_reads_as_whole(
+        frames in model_frames(Channel::Action),
+        picks in vec(any::<bool>(), 0..40),
+        moved_to in any::<prop::sample::Index>(),
+    ) {
+        // Any non-empty segments of a request or result held apart, at
+        // their places: the whole frame's header and segments. With one
+        // place moved, a frame the parted decoder accepts is the whole
+        // frame of those bytes, read the same.
+        let ctx = stream_ctx(Channel::Action);
+        for frame in &frames {
+            let bytes = encode(frame);
+            let mut head = bytes[..frame.header.head_len()].to_vec();
+            let (mut places, mut parts) = (Vec::new(), Vec::new());
+            let error = frame.header.kind() == MessageKind::Error;
+            for (i, segment) in frame.segments.iter().enumerate() {
+                if !error && !segment.is_empty() && picks.get(i).copied().unwrap_or(false) {
+                    places.push(PartPlace { at: head.len(), len: segment.len() });
+                    parts.push(segment.clone());
+                } else {
+                    head.extend_from_slice(segment);
+                }
+            }
+            let parted = decode_parted_frame(&head, places.iter().copied(), &ctx).unwrap();
+            prop_assert_eq!(parted.header(), &frame.header);
+            prop_assert_eq!(&read_parted(&parted, &places, &parts), &frame.segments);
+            if places.is_empty() {
+                continue;
+            }
+            let mut moved = places.clone();
+            moved[0].at = moved_to.index(head.len() + 1);
+            if let Ok(other) = decode_parted_frame(&head, moved.iter().copied(), &ctx) {
+                let whole = reassemble(&head, &moved, &parts);
+                let decoded = decode_frame(&whole, &ctx).unwrap();
+                prop_assert_eq!(decoded.header(), other.header());
+                let segments: Vec<Vec<u8>> = decoded.segments().map(<[u8]>::to_vec).collect();
+                prop_assert_eq!(read_parted(&other, &moved, &parts), segments);
             }
         }
     }

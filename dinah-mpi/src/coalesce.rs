@@ -69,13 +69,16 @@ pub(crate) const BATCH_MAGIC: [u8; 8] = *b"DNAHbat1";
 /// The length prefix of each frame in a batch.
 const LEN_BYTES: usize = 4;
 
-/// Frames posted as one message (a split frame as two: `bytes`, then
-/// `tail`).
+/// Frames posted as one message (a frame held in parts as one message
+/// each: `bytes`, the middle parts, then `tail`).
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct Batch {
     /// The message: one frame as it is, or a batch; a split frame's head.
     pub(crate) bytes: Vec<u8>,
-    /// A split frame's tail, posted after its head (empty otherwise).
+    /// A split frame's middle parts, each with its place in the head,
+    /// posted after the head in order (none otherwise).
+    pub(crate) middle: Vec<(usize, Tail)>,
+    /// A split frame's tail, posted last (empty otherwise).
     pub(crate) tail: Tail,
     /// How many frames it holds.
     pub(crate) frames: usize,
@@ -95,6 +98,7 @@ impl Batch {
             append(&mut bytes, &frame);
             return Self {
                 bytes,
+                middle: Vec::new(),
                 tail: Tail::new(),
                 frames: 1,
                 frame_bytes,
@@ -102,22 +106,34 @@ impl Batch {
         }
         Self {
             bytes: frame,
+            middle: Vec::new(),
             tail: Tail::new(),
             frames: 1,
             frame_bytes,
         }
     }
 
-    /// A split frame, posted as its head and its tail.
-    fn split(frame: Frame) -> Self {
+    /// A split frame, posted as its head and its parts, each from its own
+    /// buffer (its middle parts copied into its head if there are more
+    /// parts than an announcement lists, see `large.rs`).
+    fn split(mut frame: Frame) -> Self {
         let frame_bytes = frame.len();
-        let (bytes, tail) = frame.into_parts();
+        if frame.part_places().count() > crate::large::MAX_PARTS {
+            frame.settle();
+        }
+        let (bytes, middle, tail) = frame.into_all_parts();
         Self {
             bytes,
+            middle,
             tail,
             frames: 1,
             frame_bytes,
         }
+    }
+
+    /// Is it a split frame (posted as a head and parts)?
+    pub(crate) fn is_split(&self) -> bool {
+        !self.middle.is_empty() || !self.tail.is_empty()
     }
 }
 
@@ -180,6 +196,7 @@ impl Staged {
             Self::One(frame) => Batch::one(frame),
             Self::Many(bytes, frames, frame_bytes) => Batch {
                 bytes,
+                middle: Vec::new(),
                 tail: Tail::new(),
                 frames,
                 frame_bytes,
@@ -227,10 +244,6 @@ impl Coalescer {
         mut post: impl FnMut(Rank, Batch),
     ) {
         let slot = &mut self.staged[to.index()];
-        // A frame's middle parts travel in its head: only its last segment
-        // is sent (and received) as a message of its own.
-        let mut frame = frame;
-        frame.settle();
         if frame.is_split() {
             if let Some(staged) = slot.take() {
                 self.frames -= staged.frames();
@@ -421,37 +434,56 @@ mod tests {
     }
 
     #[test]
-    fn middle_parts_are_joined_into_the_head_and_the_tail_kept() {
+    fn middle_parts_are_posted_from_their_own_buffers() {
         let mut coalescer = Coalescer::new(world(2));
         let mut pool = BufferPool::new();
         let mut posted = Vec::new();
-        let tail = vec![9_u8; 1 << 17];
-        let address = tail.as_ptr();
-        let middle = vec![(4, Tail::from(vec![5_u8; 1 << 16]))];
-        let frame = Frame::with_middle(vec![2; 30], middle, tail);
-        let bytes = frame.to_vec();
+        let (middle, tail) = (vec![5_u8; 1 << 16], vec![9_u8; 1 << 17]);
+        let addresses = (middle.as_ptr(), tail.as_ptr());
+        let frame = Frame::with_middle(vec![2; 30], vec![(4, Tail::from(middle))], tail);
         coalescer.push(rank(1), frame, &mut pool, |_, batch| posted.push(batch));
         assert_eq!(posted.len(), 1);
         let split = &posted[0];
-        assert_eq!(split.frame_bytes, bytes.len());
+        assert!(split.is_split());
+        assert_eq!(split.frame_bytes, 30 + (1 << 16) + (1 << 17));
+        assert_eq!(split.bytes, vec![2; 30], "the head alone");
+        assert_eq!(split.middle.len(), 1);
+        assert_eq!(split.middle[0].0, 4);
         assert_eq!(
-            split.bytes,
-            bytes[..30 + (1 << 16)],
-            "the middle part in the head"
+            split.middle[0].1.as_bytes().as_ptr(),
+            addresses.0,
+            "not copied"
         );
-        assert_eq!(
-            split.tail.as_bytes().as_ptr(),
-            address,
-            "the tail is not copied"
+        assert_eq!(split.tail.as_bytes().as_ptr(), addresses.1, "not copied");
+        // With the last segment in the head: a head and a middle part.
+        let frame = Frame::with_middle(
+            vec![2; 30],
+            vec![(4, Tail::from(vec![5_u8; 9]))],
+            Vec::new(),
         );
-        // With the last segment in the head, the frame is posted whole.
-        let middle = vec![(4, Tail::from(vec![5_u8; 1 << 16]))];
-        let frame = Frame::with_middle(vec![2; 30], middle, Vec::new());
-        let bytes = frame.to_vec();
         coalescer.push(rank(1), frame, &mut pool, |_, batch| posted.push(batch));
-        assert_eq!(posted.len(), 2, "a large frame is posted at once");
-        assert_eq!(posted[1].bytes, bytes);
-        assert!(posted[1].tail.is_empty());
+        assert_eq!(posted.len(), 2);
+        assert!(posted[1].tail.is_empty() && posted[1].middle.len() == 1);
+    }
+
+    #[test]
+    fn parts_past_what_an_announcement_lists_are_joined_into_the_head() {
+        let mut coalescer = Coalescer::new(world(2));
+        let mut posted = Vec::new();
+        let middle: Vec<_> = (0..crate::large::MAX_PARTS)
+            .map(|i| (i, Tail::from(vec![i as u8; 3])))
+            .collect();
+        let frame = Frame::with_middle(vec![7; 80], middle, vec![1_u8; 5]);
+        let bytes = frame.to_vec();
+        coalescer.push(rank(1), frame, &mut BufferPool::new(), |_, batch| {
+            posted.push(batch);
+        });
+        let [split] = &posted[..] else {
+            panic!("one message");
+        };
+        assert!(split.middle.is_empty(), "joined");
+        assert_eq!(split.bytes, bytes[..bytes.len() - 5]);
+        assert_eq!(split.tail.as_bytes(), [1; 5]);
     }
 
     #[test]

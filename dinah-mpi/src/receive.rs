@@ -4,8 +4,9 @@
 //! receives the driver keeps posted (`posted.rs`) and are queued here
 //! already received ([`Receives::push_received`]); a large frame announced
 //! there is received from its sender on the lane's large tag
-//! ([`Receives::start_large`], see `large.rs`; a split frame's head and
-//! tail as two receives, each into its own buffer). On the hello and close
+//! ([`Receives::start_large`], see `large.rs`; a frame held in parts as
+//! a receive for its head and one for each part, each into its own
+//! buffer). On the hello and close
 //! tags, [`Receives::probe`] asks MPI for the next message from any source
 //! (`MPI_Improbe`): a matched message is removed from MPI's matching
 //! queue, so no other probe or receive can take it, and an immediate
@@ -31,6 +32,8 @@ use dinah_core::Rank;
 use dinah_core::WorldSize;
 use dinah_core::wire::TailWidth;
 use dinah_std::transport::{Frame, Tail, frame_buffers};
+
+use crate::large::AnnouncedPart;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::{Communicator, Source};
 
@@ -40,21 +43,24 @@ use crate::owned::{NumbersRequest, OwnedRequest, received_len};
 use crate::pool::BufferPool;
 use crate::tags::Stream;
 
-/// One matched message being received (or a split frame's two).
+/// One matched message being received (or a frame held in parts: its
+/// head and its parts).
 #[derive(Debug)]
 struct Pending {
     from: Rank,
     request: OwnedRequest,
     /// The bytes, once the receive completed.
     done: Option<Vec<u8>>,
-    /// A split frame's tail, received apart.
-    tail: Option<TailReceive>,
+    /// A frame's parts, received apart, each with its place in the head.
+    parts: Vec<(usize, TailReceive)>,
+    /// Is the last part the frame's tail?
+    tail: bool,
     /// How far its frames were handed out (a batch may be handed out
     /// over several polls).
     unbatch: Unbatch,
 }
 
-/// The receive of a split frame's tail.
+/// The receive of a part of a frame.
 #[derive(Debug)]
 struct TailReceive {
     request: TailRequest,
@@ -64,7 +70,7 @@ struct TailReceive {
     capacity: usize,
 }
 
-/// A tail's receive: into bytes, or into numbers of the tail's width.
+/// A part's receive: into bytes, or into numbers of the part's width.
 #[derive(Debug)]
 enum TailRequest {
     Bytes(OwnedRequest),
@@ -102,16 +108,20 @@ impl Pending {
             self.done = self.request.test();
             any |= self.done.is_some();
         }
-        if let Some(tail) = self.tail.as_mut().filter(|tail| tail.done.is_none()) {
-            tail.done = tail.request.test();
-            any |= tail.done.is_some();
+        for (_, part) in self
+            .parts
+            .iter_mut()
+            .filter(|(_, part)| part.done.is_none())
+        {
+            part.done = part.request.test();
+            any |= part.done.is_some();
         }
         any
     }
 
     /// Has everything arrived?
     fn is_complete(&self) -> bool {
-        self.done.is_some() && self.tail.as_ref().is_none_or(|tail| tail.done.is_some())
+        self.done.is_some() && self.parts.iter().all(|(_, part)| part.done.is_some())
     }
 
     /// The buffers' capacity.
@@ -120,8 +130,8 @@ impl Pending {
             .done
             .as_ref()
             .map_or(self.request.capacity(), Vec::capacity);
-        let tail = self.tail.as_ref().map_or(0, |tail| tail.capacity);
-        head + tail
+        let parts: usize = self.parts.iter().map(|(_, part)| part.capacity).sum();
+        head + parts
     }
 }
 
@@ -178,30 +188,39 @@ impl Receives {
         let len = received_len(&status);
         let from = comm::rank_in(self.world, status.source_rank());
         let request = OwnedRequest::receive(message, pool.take_len(len));
-        self.queue(stream, from, request, None, None);
+        self.queue(stream, from, request, None, (Vec::new(), false));
         Probe::Started { from, len }
     }
 
     /// Queues a message behind `stream`'s earlier ones: being received by
-    /// `request`, or received already (`done`). Its buffer counts whole,
-    /// whatever the message's length.
+    /// `request`, or received already (`done`), and a frame's parts being
+    /// received (each with its place in the head; the last the frame's
+    /// tail if said). Its buffers count whole, whatever the lengths.
     fn queue(
         &mut self,
         stream: Stream,
         from: Rank,
         request: OwnedRequest,
         done: Option<Vec<u8>>,
-        tail: Option<TailRequest>,
+        (parts, tail): (Vec<(usize, TailRequest)>, bool),
     ) {
+        let parts = parts
+            .into_iter()
+            .map(|(at, request)| {
+                let receive = TailReceive {
+                    capacity: request.capacity(),
+                    request,
+                    done: None,
+                };
+                (at, receive)
+            })
+            .collect();
         let pending = Pending {
             from,
             request,
             done,
-            tail: tail.map(|request| TailReceive {
-                capacity: request.capacity(),
-                request,
-                done: None,
-            }),
+            parts,
+            tail,
             unbatch: Unbatch::Start,
         };
         self.bytes += pending.capacity() as u64;
@@ -211,51 +230,64 @@ impl Receives {
     /// Queues `bytes`, a message from `from` on `stream` already received
     /// (taken from a posted receive), behind the stream's earlier ones.
     pub(crate) fn push_received(&mut self, stream: Stream, from: Rank, bytes: Vec<u8>) {
-        self.queue(stream, from, OwnedRequest::done(), Some(bytes), None);
+        self.queue(
+            stream,
+            from,
+            OwnedRequest::done(),
+            Some(bytes),
+            (Vec::new(), false),
+        );
     }
 
     /// Starts receiving the large frame that `from` announced on `stream`
-    /// (a lane), from the lane's large tag: `len` bytes, or for a split
-    /// frame a head of `len` bytes and a tail of `tail` bytes, each into
+    /// (a lane), from the lane's large tag: `len` bytes, or for a frame
+    /// held in parts a head of `len` bytes and each of `parts`, each into
     /// its own buffer (MPI matches them in the order they were sent); a
-    /// tail that packs numbers of `width` into a buffer of such numbers.
-    /// Queues it in the announcement's place: later messages from `from`
-    /// on `stream` wait for it.
+    /// part that packs numbers into a buffer of such numbers. The last
+    /// part is the frame's tail if `tail`. Queues it in the announcement's
+    /// place: later messages from `from` on `stream` wait for it. The
+    /// lengths were checked against the frame limit.
     pub(crate) fn start_large(
         &mut self,
         comm: &SimpleCommunicator,
         stream: Stream,
         from: Rank,
-        (len, tail): (usize, usize),
-        width: TailWidth,
+        (len, parts, tail): (usize, &[AnnouncedPart], bool),
         pool: &mut BufferPool,
     ) {
         let source = i32::try_from(from.get()).expect("ranks of an MPI communicator fit an i32");
         let process = comm.process_at_rank(source);
         let tag = stream.large().tag();
         let request = OwnedRequest::post(&process, tag, pool.take_len(len));
-        // The tail becomes the decoded value: a spare large buffer of this
+        // Each part becomes a decoded value: a spare large buffer of this
         // thread that holds it when there is one (a large frame this rank
         // sent earlier, whose pages are already mapped), else a new one of
         // exactly its length; past the batch sizes, so never a pooled batch
         // buffer. MPI writes it without its bytes being zeroed first. A
-        // tail of numbers goes into a buffer of their width (a spare one
-        // of this thread, a tail of numbers it sent earlier, when there
-        // is one), which the decoded vector takes over.
-        let tail = (tail > 0).then(|| match width.for_len(tail) {
-            TailWidth::One => TailRequest::Bytes(OwnedRequest::post_spare(
-                &process,
-                tag,
-                frame_buffers::take(tail),
-                tail,
-            )),
-            width => TailRequest::Numbers(NumbersRequest::post(
-                &process,
-                tag,
-                frame_buffers::take_numbers(width, tail),
-            )),
-        });
-        self.queue(stream, from, request, None, tail);
+        // part of numbers goes into a buffer of their width (a spare one
+        // of this thread, numbers it sent earlier, when there is one),
+        // which the decoded vector takes over.
+        let parts = parts
+            .iter()
+            .map(|part| {
+                let (at, len) = (part.at as usize, part.len as usize);
+                let request = match part.width.for_len(len) {
+                    TailWidth::One => TailRequest::Bytes(OwnedRequest::post_spare(
+                        &process,
+                        tag,
+                        frame_buffers::take(len),
+                        len,
+                    )),
+                    width => TailRequest::Numbers(NumbersRequest::post(
+                        &process,
+                        tag,
+                        frame_buffers::take_numbers(width, len),
+                    )),
+                };
+                (at, request)
+            })
+            .collect();
+        self.queue(stream, from, request, None, (parts, tail));
     }
 
     /// Tests the incomplete receives of every stream (without handing
@@ -311,16 +343,15 @@ impl Receives {
                 index += 1;
                 continue;
             };
-            let tail = entry.tail.take();
-            let tail_capacity = tail.as_ref().map_or(0, |tail| tail.capacity);
-            let tail = tail.and_then(|tail| tail.done);
-            if entry.unbatch == Unbatch::Start && (tail.is_some() || !(batched && is_batch(&bytes)))
-            {
-                // One frame: handed out whole (or in its two parts),
-                // without a copy unless its buffer is the pool's.
-                let _ = queue.remove(index);
-                let tail = tail.unwrap_or_default();
-                self.bytes -= (bytes.capacity() + tail_capacity) as u64;
+            let parted = !entry.parts.is_empty();
+            if entry.unbatch == Unbatch::Start && (parted || !(batched && is_batch(&bytes))) {
+                // One frame: handed out whole (or in its parts), without a
+                // copy unless its buffer is the pool's.
+                let Some(entry) = queue.remove(index) else {
+                    continue;
+                };
+                let parts_capacity: usize = entry.parts.iter().map(|(_, p)| p.capacity).sum();
+                self.bytes -= (bytes.capacity() + parts_capacity) as u64;
                 let head = if BufferPool::is_batch(&bytes) {
                     let head = BufferPool::copy(&bytes);
                     pool.give(bytes);
@@ -328,7 +359,7 @@ impl Receives {
                 } else {
                     bytes
                 };
-                if deliver(from, Frame::split(head, tail)) {
+                if deliver(from, assemble(head, entry.parts, entry.tail)) {
                     counted += 1;
                 }
                 continue;
@@ -383,12 +414,26 @@ impl Receives {
                 leaked.0 += 1;
                 leaked.1 += pending.request.capacity() as u64;
             }
-            if let Some(tail) = pending.tail.filter(|tail| tail.request.is_pending()) {
-                leaked.0 += 1;
-                leaked.1 += tail.request.capacity() as u64;
+            for (_, part) in pending.parts {
+                if part.request.is_pending() {
+                    leaked.0 += 1;
+                    leaked.1 += part.request.capacity() as u64;
+                }
             }
         }
         self.bytes = 0;
         leaked
     }
+}
+
+/// The frame of a received `head` and `parts` (each with its place in the
+/// head; the last the frame's tail if `tail`).
+fn assemble(head: Vec<u8>, mut parts: Vec<(usize, TailReceive)>, tail: bool) -> Frame {
+    let last = if tail { parts.pop() } else { None };
+    let tail = last.and_then(|(_, part)| part.done).unwrap_or_default();
+    let middle = parts
+        .into_iter()
+        .map(|(at, part)| (at, part.done.unwrap_or_default()))
+        .collect();
+    Frame::with_middle(head, middle, tail)
 }

@@ -70,22 +70,16 @@ impl MpiDriver {
             Taken::Message(bytes) => self.receives.push_received(stream, from, bytes),
             Taken::Announced(announced) => {
                 let max = u64::from(self.limits.max_frame_bytes);
-                let lens = announced
-                    .head
-                    .checked_add(announced.tail)
-                    .filter(|&len| len <= max)
-                    .and_then(|_| {
-                        let head = usize::try_from(announced.head).ok()?;
-                        Some((head, usize::try_from(announced.tail).ok()?))
-                    });
-                match lens {
-                    Some(lens) => {
+                let head = announced
+                    .checked_len(max)
+                    .and_then(|_| usize::try_from(announced.head).ok());
+                match head {
+                    Some(head) => {
                         self.receives.start_large(
                             self.comm.get(),
                             stream,
                             from,
-                            lens,
-                            announced.width,
+                            (head, &announced.parts, announced.tail),
                             &mut self.buffers,
                         );
                     }

@@ -5,7 +5,9 @@ use std::time::Instant;
 
 use dinah_core::Rank;
 use dinah_core::wire::Channel;
-use dinah_std::transport::{DownReason, Outgoing, PeerStatus, TransportError, TransportEvent};
+use dinah_std::transport::{
+    DownReason, Outgoing, PeerStatus, Tail, TransportError, TransportEvent,
+};
 
 use super::{ERR_COUNT, MpiDriver, Out, Phase};
 use crate::coalesce::Batch;
@@ -31,20 +33,36 @@ fn post_batch(
         frames: batch.frames,
         bytes: batch.frame_bytes,
     };
-    if !batch.tail.is_empty() {
-        // A split frame: announced with both lengths, then its head and
-        // its tail on the large tag, each from its own buffer. The tail's
-        // send completes the frame on the handle.
-        let announcement =
-            large::split_announcement(batch.bytes.len(), batch.tail.len(), batch.tail.width());
+    if batch.is_split() {
+        // A frame held in parts: announced with its head's length and its
+        // parts' places, lengths and widths, then its head and each part
+        // on the large tag, each from its own buffer. The last send
+        // completes the frame on the handle.
+        let Batch {
+            bytes,
+            middle,
+            tail,
+            ..
+        } = batch;
+        let has_tail = !tail.is_empty();
+        let tail = has_tail.then_some((bytes.len(), tail));
+        let parts: Vec<(usize, Tail)> = middle.into_iter().chain(tail).collect();
+        let places = parts
+            .iter()
+            .map(|(at, part)| (*at, part.len(), part.width()));
+        let announcement = large::parts_announcement(bytes.len(), places, has_tail);
         sends.post(comm.get(), to, stream, announcement, SendKind::Internal);
         let head = SendKind::Frames {
             channel,
             frames: 0,
             bytes: 0,
         };
-        sends.post(comm.get(), to, stream.large(), batch.bytes, head);
-        sends.post(comm.get(), to, stream.large(), batch.tail, kind);
+        sends.post(comm.get(), to, stream.large(), bytes, head);
+        let last = parts.len() - 1;
+        for (i, (_, part)) in parts.into_iter().enumerate() {
+            let part_kind = if i == last { kind } else { head };
+            sends.post(comm.get(), to, stream.large(), part, part_kind);
+        }
         return;
     }
     let stream = if large::is_large(&batch.bytes) {

@@ -49,7 +49,8 @@ impl MpiDriver {
         announced: usize,
         width: dinah_core::wire::TailWidth,
     ) {
-        let announcement = large::split_announcement(head.len(), announced, width);
+        let place = [(head.len(), announced, width)];
+        let announcement = large::parts_announcement(head.len(), place.into_iter(), true);
         let dest = i32::try_from(to.get()).expect("a rank of the world");
         let process = self.comm.get().process_at_rank(dest);
         let stream = Stream::of(channel);

@@ -16,16 +16,18 @@ use super::Tail;
 /// The bytes a frame stands for are the head with each middle part
 /// inserted where it belongs, then the tail ([`wire_parts`] yields them
 /// in that order). A transport sends exactly those bytes, and may send
-/// the parts from their own buffers (a vectored write) so that a large
-/// segment is never copied next to its head. Receivers keep apart only
-/// the last segment: a transport that receives a split frame makes a
-/// head and a tail, the runtime checks that split against the frame's
-/// length table
-/// ([`decode_split_frame`](dinah_core::wire::decode_split_frame)), and a
-/// frame with middle parts is [settled](Self::settle) (its middle parts
-/// copied into its head) before it is read as a head and a tail. A
+/// the parts from their own buffers (a vectored write, a message each)
+/// so that a large segment is never copied next to its head; a receiving
+/// transport may receive each large segment into a buffer of its own
+/// too. The runtime checks the parts of a frame it is handed against the
+/// frame's length table
+/// ([`decode_split_frame`](dinah_core::wire::decode_split_frame) for a
+/// head and a tail,
+/// [`decode_parted_frame`](dinah_core::wire::decode_parted_frame) with
+/// middle parts), and each part becomes the value decoded from it. A
 /// transport that cannot keep the parts apart joins them
-/// ([`into_whole`](Self::into_whole)).
+/// ([`into_whole`](Self::into_whole), or [`settle`](Self::settle) for the
+/// middle parts alone).
 ///
 /// The parts held apart are [`Tail`]s: bytes, or vectors of numbers kept
 /// in their own allocations (a `Vec<f64>` sent or received without a
@@ -298,15 +300,15 @@ impl Frame {
         }
     }
 
-    /// Every buffer the frame holds: the head, then the parts held apart
-    /// (to be reused or freed).
-    pub(crate) fn into_buffers(self) -> (Vec<u8>, impl Iterator<Item = Tail>) {
+    /// The head, the middle parts (each with its place in the head) and
+    /// the tail (empty if the last segment is in the head), as they are:
+    /// for a transport that sends each from its own buffer.
+    pub fn into_all_parts(self) -> (Vec<u8>, Vec<(usize, Tail)>, Tail) {
         match self.0 {
-            Repr::Whole(bytes) => (bytes, Vec::new().into_iter().chain(None)),
+            Repr::Whole(bytes) => (bytes, Vec::new(), Tail::new()),
             Repr::Split(parts) => {
                 let Parts { head, middle, tail } = *parts;
-                let apart: Vec<Tail> = middle.into_iter().map(|(_, part)| part).collect();
-                (head, apart.into_iter().chain(Some(tail)))
+                (head, middle, tail)
             }
         }
     }

@@ -222,9 +222,10 @@ pub fn give_frame(frame: super::Frame) {
     if !frame.is_split() {
         return give(frame.into_whole());
     }
-    let (head, apart) = frame.into_buffers();
+    let (head, middle, tail) = frame.into_all_parts();
     give(head);
-    apart.for_each(give_tail);
+    middle.into_iter().for_each(|(_, part)| give_tail(part));
+    give_tail(tail);
 }
 
 /// Takes back a frame's tail that is no longer needed: bytes as by

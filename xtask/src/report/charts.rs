@@ -23,13 +23,14 @@ pub(crate) struct Chart<'a> {
 }
 
 /// Line colours, one per series in order.
-const COLOURS: [RGBColor; 6] = [
+const COLOURS: [RGBColor; 7] = [
     RGBColor(0x1f, 0x77, 0xb4),
     RGBColor(0xd6, 0x27, 0x28),
     RGBColor(0x2c, 0xa0, 0x2c),
     RGBColor(0xff, 0x7f, 0x0e),
     RGBColor(0x94, 0x67, 0xbd),
     RGBColor(0x8c, 0x56, 0x4b),
+    RGBColor(0xe3, 0x77, 0xc2),
 ];
 
 /// Payload sizes as the MPI table prints them, with their byte counts.
@@ -61,6 +62,7 @@ pub(crate) fn all(r: &Results) -> Vec<Chart<'static>> {
                 "dinah",
                 "dinah_inline",
                 "dinah_f64",
+                "dinah_f64_pair",
             ]
             .iter()
             .map(|name| {
@@ -89,6 +91,7 @@ pub(crate) fn all(r: &Results) -> Vec<Chart<'static>> {
                 ("raw", 0usize, ""),
                 ("dinah", 1, ""),
                 ("dinah_f64", 1, " as f64"),
+                ("dinah_f64_pair", 1, " as two f64 vectors"),
             ]
             .iter()
             .map(|&(name, which, kind)| {

@@ -316,9 +316,11 @@ fn tcp(page: &mut String, r: &Results, links: &Links<'_>) {
          sends the vector the previous echo returned, its handler on a worker \
          (pooled) or on the serving owner thread (inline); the floors charge \
          no pool hop, and the transport-alone row copies its frame each time. \
-         The pooled `EchoF64` echoes the same bytes as a `Vec<f64>`.\n\n\
-         | payload, one echo in flight | raw, blocking | raw, polling | transport alone | dinah, pooled | pooled / faster raw | dinah, inline | inline / faster raw | dinah, `Vec<f64>` | `Vec<f64>` / faster raw |\n\
-         | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+         The pooled `EchoF64` echoes the same bytes as a `Vec<f64>`, and \
+         `EchoF64Pair` as two `Vec<f64>` of half of them each (the first \
+         travels as a middle part of its frame).\n\n\
+         | payload, one echo in flight | raw, blocking | raw, polling | transport alone | dinah, pooled | pooled / faster raw | dinah, inline | inline / faster raw | dinah, `Vec<f64>` | `Vec<f64>` / faster raw | dinah, two `Vec<f64>` | two / faster raw |\n\
+         | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
     );
     let mut sizes: Vec<u64> = r
         .times
@@ -339,7 +341,7 @@ fn tcp(page: &mut String, r: &Results, links: &Links<'_>) {
         let cell = |series: &str| t(series).map_or_else(|| "-".into(), fmt_time);
         let _ = writeln!(
             page,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             fmt_bytes(size),
             cell("raw"),
             cell("raw_spin"),
@@ -350,6 +352,8 @@ fn tcp(page: &mut String, r: &Results, links: &Links<'_>) {
             ratio("dinah_inline"),
             cell("dinah_f64"),
             ratio("dinah_f64"),
+            cell("dinah_f64_pair"),
+            ratio("dinah_f64_pair"),
         );
     }
     page.push('\n');
@@ -446,7 +450,7 @@ mod tests {
         }
         assert!(
             page.contains(
-                "| 1 MiB | 1.00 ms | - | - | 2.00 ms | 2.00x | 1.50 ms | 1.50x | - | - |\n"
+                "| 1 MiB | 1.00 ms | - | - | 2.00 ms | 2.00x | 1.50 ms | 1.50x | - | - | - | - |\n"
             ),
             "{page}"
         );
