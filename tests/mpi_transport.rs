@@ -762,7 +762,9 @@ fn frames_in_parts_arrive_in_parts(world: &SimpleCommunicator) {
 /// eight-byte numbers: one whose tail is what it announced, which arrives
 /// kept in that width (on a little-endian machine), and one whose tail is
 /// half as long as announced, which arrives as the bytes received (so the
-/// runtime's length checks see what came). Either way nothing stays
+/// runtime's length checks see what came). Then one whose head is shorter
+/// than announced, with a middle part placed past it, which arrives with
+/// every byte received and nothing placed past its head. Nothing stays
 /// counted as retained once the frames are handed out.
 fn a_tail_of_numbers_arrives_in_its_width_or_as_received(world: &SimpleCommunicator) {
     let (me, size) = rank_of(world);
@@ -780,18 +782,35 @@ fn a_tail_of_numbers_arrives_in_its_width_or_as_received(world: &SimpleCommunica
             let parts = (&head[..], &tail[..]);
             driver.send_split_for_tests(zero, Channel::Action, parts, 80_000, TailWidth::Eight);
         }
+        // A head shorter than announced, a middle part placed past it.
+        let places = [
+            (150, 70_000, TailWidth::One),
+            (200, 80_000, TailWidth::Eight),
+        ];
+        let parts: [&[u8]; 2] = [&short, &whole];
+        driver.send_parts_for_tests(zero, Channel::Action, (200, &head[..100]), &places, &parts);
     }
     if me == 0 {
         let mut frames = Vec::new();
-        poll_until(&mut driver, "both split frames", 64, |_, events| {
+        poll_until(&mut driver, "the split frames", 64, |_, events| {
             for event in events.drain(..) {
                 if let TransportEvent::Frame { from, frame, .. } = event {
                     assert_eq!(from, one, "rank 0: only rank 1 sends");
                     frames.push(frame);
                 }
             }
-            frames.len() == 2
+            frames.len() == 3
         });
+        // Every byte received, the middle part at the short head's end
+        // (the runtime refuses it: its parts do not match its table).
+        let lying = &frames[2];
+        assert_eq!(
+            lying.len(),
+            100 + short.len() + whole.len(),
+            "rank 0: every byte"
+        );
+        let places: Vec<usize> = lying.part_places().map(|place| place.at).collect();
+        assert_eq!(places, [100, 100], "rank 0: the places clamped to the head");
         let kept = TailWidth::Eight.for_len(whole.len());
         for (frame, tail, width) in [
             (&frames[0], &whole, kept),

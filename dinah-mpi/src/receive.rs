@@ -428,12 +428,19 @@ impl Receives {
 
 /// The frame of a received `head` and `parts` (each with its place in the
 /// head; the last the frame's tail if `tail`).
+///
+/// The places were checked to be in order within the announced head; a
+/// head that arrived shorter than announced moves the places past its end
+/// to its end, so the frame still holds every byte received and the
+/// runtime refuses it as it refuses any frame whose parts do not match
+/// its length table.
 fn assemble(head: Vec<u8>, mut parts: Vec<(usize, TailReceive)>, tail: bool) -> Frame {
     let last = if tail { parts.pop() } else { None };
     let tail = last.and_then(|(_, part)| part.done).unwrap_or_default();
+    let end = head.len();
     let middle = parts
         .into_iter()
-        .map(|(at, part)| (at, part.done.unwrap_or_default()))
+        .map(|(at, part)| (at.min(end), part.done.unwrap_or_default()))
         .collect();
     Frame::with_middle(head, middle, tail)
 }

@@ -49,14 +49,39 @@ impl MpiDriver {
         announced: usize,
         width: dinah_core::wire::TailWidth,
     ) {
-        let place = [(head.len(), announced, width)];
-        let announcement = large::parts_announcement(head.len(), place.into_iter(), true);
+        let place = (head.len(), announced, width);
+        self.send_parts_for_tests(to, channel, (head.len(), head), &[place], &[tail]);
+    }
+
+    /// Sends `to` on `channel`'s lane the announcement of a frame of a
+    /// head of `announced_head` bytes and parts at `places` (place, length
+    /// and width each; the last the frame's tail), then `head` and `parts`
+    /// on the lane's large tag, blocking: a sender whose messages need not
+    /// be what it announced.
+    ///
+    /// # Panics
+    ///
+    /// If `to` is not a rank of the world, or `places` is empty or longer
+    /// than an announcement lists.
+    #[doc(hidden)]
+    pub fn send_parts_for_tests(
+        &self,
+        to: Rank,
+        channel: Channel,
+        (announced_head, head): (usize, &[u8]),
+        places: &[(usize, usize, dinah_core::wire::TailWidth)],
+        parts: &[&[u8]],
+    ) {
+        assert!((1..=large::MAX_PARTS).contains(&places.len()));
+        let announcement = large::parts_announcement(announced_head, places.iter().copied(), true);
         let dest = i32::try_from(to.get()).expect("a rank of the world");
         let process = self.comm.get().process_at_rank(dest);
         let stream = Stream::of(channel);
         process.send_with_tag(&announcement[..], stream.tag());
         process.send_with_tag(head, stream.large().tag());
-        process.send_with_tag(tail, stream.large().tag());
+        for part in parts {
+            process.send_with_tag(*part, stream.large().tag());
+        }
     }
 
     /// How many receives are posted on the control and the action lane's
