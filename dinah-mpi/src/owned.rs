@@ -9,7 +9,7 @@
 //! than a boxed slice) keeps its capacity, so a buffer can go back to the
 //! driver's pool (`pool.rs`) and be lent again without an allocation.
 //!
-//! A large receive (a split frame's tail, which becomes a decoded value)
+//! A large receive (a part of a frame, which becomes a decoded value)
 //! is posted into a buffer's spare capacity instead of a zeroed one
 //! ([`OwnedRequest::post_spare`]): MPI writes the bytes, and the vector is
 //! rebuilt at the length MPI reports, so no byte is written twice and

@@ -73,7 +73,7 @@ pub(crate) enum Taken {
     /// A message: one frame or a batch, copied out of its slot.
     Message(Vec<u8>),
     /// The announcement of a large frame, which follows on the lane's
-    /// large tag (whole, or as a head and a tail).
+    /// large tag (whole, or as a head and its parts).
     Announced(large::Announced),
 }
 

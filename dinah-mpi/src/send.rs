@@ -12,10 +12,10 @@
 //! ([`Lent`], lent to MPI as a `'static` slice under the `mpi` crate's
 //! [`StaticScope`]) and rebuilt into its vector once MPI completed the
 //! request; a batch's buffer then goes back to the driver's pool
-//! (`pool.rs`). A frame's tail of wider numbers (a `Vec<f64>` handed over
+//! (`pool.rs`). A frame's part of wider numbers (a `Vec<f64>` handed over
 //! whole, see `dinah_std::transport::Tail`) is kept whole instead, its
 //! allocation untouched until the send completes, and then goes to the
-//! thread's spare buffers, where the receive of a tail of its width takes
+//! thread's spare buffers, where the receive of a part of its width takes
 //! it (`frame_buffers::take_numbers`). The requests are kept as raw `MPI_Request` handles in one
 //! array, so a single `MPI_Testsome` per call tests them all (one round
 //! of MPI progress instead of one per incomplete request). A send still

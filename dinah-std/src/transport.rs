@@ -16,8 +16,9 @@
 //! up a cancel.
 //!
 //! A [`Frame`] is one `Vec<u8>` buffer or, for a large payload, a head
-//! and a detached last segment (a [`Tail`]: bytes, or numbers of one
-//! width) that the transports send and receive without joining them; [`frame_buffers`] lets the runtime and the
+//! and segments held apart from it (each a [`Tail`]: bytes, or numbers of
+//! one width) that the transports send and receive without joining them;
+//! [`frame_buffers`] lets the runtime and the
 //! transports reuse small buffers on the thread that frees them instead
 //! of going through the allocator per frame.
 //!

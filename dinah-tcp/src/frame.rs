@@ -325,8 +325,9 @@ impl FrameReader {
     /// (no copy through a read buffer): `read` puts bytes into the
     /// [`Room`] it is given, the head up to the next segment received
     /// apart or that segment (each buffer was sized when the length table
-    /// was read), and returns how many it put (0: the stream ended). Then the decoder checks those bytes, and the frame
-    /// goes to `sink` if they complete it. Returns the bytes read.
+    /// was read), and returns how many it put (0: the stream ended). Then
+    /// the decoder checks those bytes, and the frame goes to `sink` if
+    /// they complete it. Returns the bytes read.
     ///
     /// # Errors
     ///
@@ -498,7 +499,7 @@ impl Room<'_> {
     }
 }
 
-/// A frame's detached last segment while it is received.
+/// A segment of a frame received apart, while it is received.
 #[derive(Debug)]
 enum Detached {
     /// Bytes, appended to a buffer with room for all of them.
@@ -520,8 +521,8 @@ impl Default for Detached {
 }
 
 impl Detached {
-    /// Room for a last segment of `len` bytes whose sender packed numbers
-    /// of `width` into it.
+    /// Room for a segment of `len` bytes whose sender said its large
+    /// segments pack numbers of `width`.
     fn new(width: TailWidth, len: usize) -> Self {
         match width.for_len(len) {
             TailWidth::One => Self::Bytes(frame_buffers::take(len)),

@@ -10,7 +10,8 @@ use dinah_std::transport::{Frame, TransportHandle, frame_buffers};
 use crate::socket;
 
 /// The most slices one vectored write gathers (Linux allows 1024): a
-/// whole frame is one, a split frame two (its head and its tail).
+/// whole frame is one, a split frame one per part (its head's pieces
+/// around its middle parts, each middle part, its tail).
 const MAX_SLICES: usize = 64;
 
 /// A frame waiting to be written.

@@ -15,6 +15,7 @@
 //! [`PartedSegments`] reads its segments in order, given the parts' places
 //! again. Error frames never have parts.
 
+use super::error_text::check_utf8;
 use super::frame::check_parts;
 use super::{DecodeContext, HEADER_LEN, Header, LENGTH_ENTRY_LEN, MessageKind, ProtocolError};
 
@@ -58,7 +59,8 @@ pub enum PartedSegment<'a> {
 ///
 /// # Errors
 ///
-/// Any error of [`decode_frame`](super::decode_frame), then
+/// Any error of [`decode_frame`](super::decode_frame) (an error frame's
+/// text is checked as UTF-8 when it has no parts), then
 /// [`ProtocolError::MisplacedSplit`] (`last` the length of the segment
 /// found where a part goes, 0 if none; `tail` the part's length) for a
 /// part that is empty, not one whole segment, out of order, or on an error
@@ -119,6 +121,8 @@ where
                 tail: place.len,
             });
         }
+        // No parts: the text is the whole payload, in the head.
+        check_utf8(payload)?;
     }
     let mut segments = frame.segments();
     loop {

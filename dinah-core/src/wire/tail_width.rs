@@ -9,8 +9,9 @@
 /// allocation of its own allocates it for numbers of that width, so the
 /// decoded vector can take the allocation over instead of copying it. One
 /// width is said per frame: a sender whose large segments pack numbers of
-/// different widths says the last segment's, and a segment of another
-/// width is copied once when decoded. It is a hint about memory, not
+/// different widths says the last segment's if it is one of them (else
+/// bytes), and a vector decoded from a segment kept in another width is
+/// copied once. It is a hint about memory, not
 /// about meaning: the bytes are the same whatever the width, and a
 /// receiver may ignore it. Only requests and results with at least one
 /// segment carry a width other than [`One`](Self::One).

@@ -17,9 +17,9 @@ use super::{
 
 // Every numeric vector is one packed segment (`packed.rs`): a slice is
 // written with one copy, and a vector handed over whole travels in its own
-// allocation as a part of its frame held apart; the frame's detached last
-// segment, on the receiving side, becomes the decoded vector when it was
-// received in the vector's width (see `transport/tail.rs`).
+// allocation as a part of its frame held apart, which on the receiving
+// side becomes the decoded vector when it was received in the vector's
+// width (see `transport/tail.rs`).
 macro_rules! numeric {
     ($($ty:ty => $name:literal),* $(,)?) => {$(
         impl WireValue for $ty {
@@ -120,8 +120,8 @@ impl WireValue for String {
         Ok(())
     }
 
-    /// A received frame's detached last segment becomes the string
-    /// without a copy (checked as UTF-8 in place).
+    /// A received frame's segment held apart becomes the string without
+    /// a copy (checked as UTF-8 in place).
     fn decode(input: &mut SegmentReader<'_>) -> Result<Self, CodecError> {
         let index = input.position();
         String::from_utf8(input.next_vec()?).map_err(|_| CodecError::InvalidUtf8 { index })

@@ -338,7 +338,7 @@ impl SegmentWriter {
 }
 
 /// The smallest buffer [`SegmentWriter::push_owned`] keeps whole as a
-/// detached segment (64 KiB), and the smallest last segment a receiving
+/// detached segment (64 KiB), and the smallest segment a receiving
 /// transport keeps apart. Below it, copying the bytes next to the frame's
 /// head costs less than sending and receiving a second buffer.
 pub const DETACH_FROM: usize = 64 << 10;

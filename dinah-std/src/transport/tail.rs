@@ -1,4 +1,4 @@
-//! A frame's detached last segment: an owned buffer of plain numbers,
+//! A segment of a frame held apart: an owned buffer of plain numbers,
 //! carried as its little-endian bytes (see [`Tail`]).
 
 use std::fmt;
@@ -15,9 +15,9 @@ enum Words {
     Sixteen(Vec<u128>),
 }
 
-/// A frame's last segment in an allocation of its own (see
-/// [`Frame`](super::Frame)): bytes, or numbers of one width whose memory
-/// is their little-endian bytes.
+/// A segment of a frame in an allocation of its own, its tail or a middle
+/// part (see [`Frame`](super::Frame)): bytes, or numbers of one width
+/// whose memory is their little-endian bytes.
 ///
 /// A `Vec<f64>` that a value hands over whole
 /// ([`WireValue::encode_owned`](crate::WireValue::encode_owned)) becomes a

@@ -153,3 +153,22 @@ fn an_empty_part_or_a_part_of_an_error_frame_is_refused() {
         Err(ProtocolError::MisplacedSplit { last: 0, tail: 4 })
     );
 }
+
+#[test]
+fn an_error_text_without_parts_is_checked_as_for_a_whole_frame() {
+    let error = Message::Error {
+        call: call(),
+        code: ErrorCode::UserFailure,
+    };
+    let (mut whole, _, _) = parted(error, &[b"text"], &[]);
+    let last = whole.len() - 1;
+    whole[last] = 0xFF;
+    assert_eq!(
+        decode_parted_frame(&whole, [], &ctx()).map(|frame| *frame.header()),
+        decode_frame(&whole, &ctx()).map(|frame| *frame.header())
+    );
+    assert!(matches!(
+        decode_parted_frame(&whole, [], &ctx()),
+        Err(ProtocolError::ErrorTextNotUtf8 { .. })
+    ));
+}
