@@ -68,13 +68,13 @@ fn with_apart(
     payload: &mut SegmentWriter,
     limits: &ProtocolLimits,
 ) -> Result<Frame, ProtocolError> {
+    // Every length, the detached segments' included, goes into the
+    // header's checks and the head's table.
+    let lens: Vec<usize> = payload.lens().collect();
     let (bytes, apart) = (payload.bytes(), payload.apart_len());
     let header =
-        Header::packed_with_detached(origin, message, payload.lens(), bytes, apart, limits)?
+        Header::packed_with_detached(origin, message, lens.iter().copied(), bytes, apart, limits)?
             .with_tail_width(payload.parts_width())?;
-    // Every length, the detached segments' included, goes into the
-    // head's table; taken once written.
-    let lens: Vec<usize> = payload.lens().collect();
     let (middle, tail) = payload.take_apart(header.head_len());
     let head = head_of_payload(&header, payload, Some(&lens));
     Ok(Frame::with_middle(head, middle, tail))

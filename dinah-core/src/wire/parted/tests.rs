@@ -4,21 +4,13 @@ use std::vec;
 use std::vec::Vec;
 
 use super::*;
-use crate::wire::{Call, Channel, ErrorCode, Message, decode_frame, encode_frame};
-use crate::{ActionId, DomainId, ProtocolLimits, Rank, RequestId, WorldSize};
+use crate::ProtocolLimits;
+use crate::wire::test_support::{call, rank};
+use crate::wire::{Channel, ErrorCode, Message, decode_frame, encode_frame};
 
-fn call() -> Call {
-    Call {
-        request: RequestId::MIN,
-        action: ActionId::MIN,
-        domain: DomainId::MIN,
-        trace: None,
-    }
-}
-
+/// Frames from rank 1 on the action lane.
 fn ctx() -> DecodeContext {
-    let world = WorldSize::new(2).unwrap();
-    DecodeContext::new(Channel::Action, Rank::ZERO, world, ProtocolLimits::DEFAULT).unwrap()
+    crate::wire::test_support::ctx(Channel::Action)
 }
 
 /// The frame of `segments`, whole, and as a head with the segments at
@@ -28,7 +20,7 @@ fn parted(
     segments: &[&[u8]],
     apart: &[usize],
 ) -> (Vec<u8>, Vec<u8>, Vec<PartPlace>) {
-    let header = Header::new(Rank::ZERO, message, segments, &ProtocolLimits::DEFAULT).unwrap();
+    let header = Header::new(rank(1), message, segments, &ProtocolLimits::DEFAULT).unwrap();
     let mut whole = vec![0; header.frame_len()];
     encode_frame(&header, segments, &mut whole).unwrap();
     let mut head = whole[..header.head_len()].to_vec();
