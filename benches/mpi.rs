@@ -4,7 +4,9 @@
 //! a Rayon worker: a pooled handler's two hand-offs alone), a dinah
 //! no-op action round trip with one call in flight, the same with 1,024 in
 //! flight (actions per second), each with the handler on a worker (pooled)
-//! and registered inline (run on the serving owner thread), and a payload
+//! and registered inline (run on the serving owner thread), the no-op's
+//! frames through the MPI transport alone (its driver polled by hand, no
+//! runtime: what the driver costs a round trip), and a payload
 //! sweep up to 4 MiB (raw ping-pong and a dinah echo of the same size, of
 //! a `Vec<u8>`, of a `Vec<f64>` of those bytes, and of two `Vec<f64>` of
 //! half of them each).
@@ -20,7 +22,7 @@
 //! With `--test` every measurement runs a few iterations only (a smoke
 //! check that the program works, not a measurement). A further argument
 //! that is not a flag selects the measurements whose key contains it
-//! (keys: `raw`, `raw-probe`, `raw-pool-hop`, `round-trip-pooled`,
+//! (keys: `raw`, `raw-probe`, `raw-pool-hop`, `transport`, `round-trip-pooled`,
 //! `round-trip-inline`, `pipelined-pooled`, `pipelined-inline`, `sweep`;
 //! so `round-trip` selects both round trips). Each figure is the median of
 //! several batches. The goals (not assertions): a dinah round
@@ -34,11 +36,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use dinah::core::{ProtocolLimits, RuntimeLimits};
+use dinah::core::wire::{Call, Channel, Header, Message, RelativeDeadline, encode_frame};
+use dinah::core::{ActionId, DomainId, ProtocolLimits, Rank, RequestId, RuntimeLimits};
 use dinah::mpi::MpiTransport;
 use dinah::mpi::mpi::topology::SimpleCommunicator;
 use dinah::mpi::mpi::traits::{Communicator, CommunicatorCollectives, Destination, Source};
 use dinah::mpi::mpi::{self, Threading};
+use dinah::std::transport::{TransportDriver, TransportEvent, TransportHandle, frame_buffers};
 use dinah::std::{Action, CodecError, Runtime, SegmentReader, SegmentWriter, WireValue, schema_id};
 
 #[path = "support/echo.rs"]
@@ -193,6 +197,9 @@ fn main() -> Result<(), BoxError> {
             })
         })
         .collect();
+    let transport_8 = wanted("transport")
+        .then(|| transport_pingpong(&world, plan.batches, plan.pingpongs))
+        .transpose()?;
     let stop = Arc::new(AtomicBool::new(false));
     let mut runtime = start_runtime(&world, &stop)?;
     world.barrier();
@@ -225,6 +232,14 @@ fn main() -> Result<(), BoxError> {
                 let ratio = probed.as_secs_f64() / raw_8.as_secs_f64();
                 table.row(name, fmt_us(probed), format!("{ratio:.1}x raw, no runtime"));
             }
+        }
+        if let Some(transport) = transport_8 {
+            let ratio = transport.as_secs_f64() / raw_8.as_secs_f64();
+            table.row(
+                "transport alone: a no-op's frames through the MPI driver, no runtime",
+                fmt_us(transport),
+                format!("{ratio:.1}x raw"),
+            );
         }
         // Both no-ops: the handler on a worker (pooled), then inline.
         for inline in [false, true] {
@@ -388,6 +403,113 @@ fn start_runtime(world: &SimpleCommunicator, stop: &Arc<AtomicBool>) -> Result<R
     })?;
     let (handle, driver) = MpiTransport::new().connect(world, builder.hello()?)?;
     Ok(builder.start(handle, driver)?)
+}
+
+/// Median over `batches` of the mean round trip of `iterations` frames of a
+/// no-op's size through the MPI transport alone, no runtime: rank 0 sends a
+/// request frame and polls its driver until the answer arrives; rank 1
+/// polls its driver and answers each request with a result frame. Both
+/// poll and wait as the runtime's owner thread does (a poll, then the
+/// driver's idle wait when it found nothing), and hand each received frame
+/// back to the thread's store as the runtime does. What the driver costs a
+/// round trip, apart from the runtime's own work. Every rank connects,
+/// shuts down and drains the transport before the runtime starts its own.
+fn transport_pingpong(
+    world: &SimpleCommunicator,
+    batches: usize,
+    iterations: usize,
+) -> Result<Duration, BoxError> {
+    let hello = Runtime::builder(0xbe4c, ProtocolLimits::default(), RuntimeLimits::default())?
+        .hello()?;
+    let (handle, mut driver) = MpiTransport::new().connect(world, hello)?;
+    let me = driver.rank();
+    let call = Call {
+        request: RequestId::MIN,
+        action: ActionId::new(0xbe4c_0001)?,
+        domain: DomainId::MIN,
+        trace: None,
+    };
+    let mut events = Vec::new();
+    let round = |driver: &mut dinah::mpi::MpiDriver, events: &mut Vec<TransportEvent>| {
+        events.clear();
+        let active = driver.poll(256, events).expect("the MPI transport polls");
+        let mut frames = 0;
+        for event in events.drain(..) {
+            match event {
+                TransportEvent::Frame { frame, .. } => {
+                    frame_buffers::give_frame(frame);
+                    frames += 1;
+                }
+                TransportEvent::PeerDown { peer, error } => {
+                    panic!("rank {peer} went down during the ping-pong: {error}")
+                }
+                _ => {}
+            }
+        }
+        if !active && frames == 0 {
+            driver.idle_wait(Duration::from_micros(50), Duration::from_millis(1));
+        }
+        frames
+    };
+    let mut times = Vec::with_capacity(batches);
+    if me.get() <= 1 {
+        let peer = driver.world().rank(1 - me.get())?;
+        let message = if me.get() == 0 {
+            let deadline = RelativeDeadline::from_duration(Duration::from_secs(1))
+                .ok_or("a one-second deadline")?;
+            Message::Request { call, deadline }
+        } else {
+            Message::Result { call }
+        };
+        let frame = frame_of(me, message);
+        // Ten round trips of warm-up, then the batches.
+        let total = 10 + batches * iterations;
+        let mut start = Instant::now();
+        for done in 0..total {
+            if me.get() == 0 {
+                if done >= 10 && (done - 10) % iterations == 0 {
+                    start = Instant::now();
+                }
+                send_frame(&handle, peer, &frame);
+                while round(&mut driver, &mut events) == 0 {}
+                if done >= 10 && (done - 10 + 1) % iterations == 0 {
+                    times.push(start.elapsed() / iterations as u32);
+                }
+            } else {
+                while round(&mut driver, &mut events) == 0 {}
+                send_frame(&handle, peer, &frame);
+            }
+        }
+    }
+    // Every rank drains: the goodbyes follow the last answer.
+    driver.begin_shutdown();
+    while !driver.is_drained() {
+        round(&mut driver, &mut events);
+    }
+    driver.close(Instant::now() + Duration::from_secs(5));
+    times.sort();
+    Ok(times.get(times.len() / 2).copied().unwrap_or_default())
+}
+
+/// Queues `frame` (a copy in a buffer of this thread's store, as the
+/// runtime encodes its frames) for `peer` on the action lane.
+fn send_frame(handle: &TransportHandle, peer: Rank, frame: &[u8]) {
+    let mut copy = frame_buffers::take(frame.len());
+    copy.extend_from_slice(frame);
+    handle
+        .try_send(peer, Channel::Action, copy)
+        .expect("one frame in flight fits the lane");
+}
+
+/// A valid frame of `message` from `origin` with one 8-byte segment, a
+/// no-op's size.
+fn frame_of(origin: Rank, message: Message) -> Vec<u8> {
+    let payload: [&[u8]; 1] = [&[7u8; 8]];
+    let header = Header::new(origin, message, &payload, &ProtocolLimits::default())
+        .expect("a frame within the default limits");
+    let mut frame = vec![0; header.frame_len()];
+    encode_frame(&header, &payload, &mut frame).expect("the buffer is sized from the header");
+    frame
 }
 
 /// Mean round trip of `iterations` ping-pongs of `size` bytes between
