@@ -408,9 +408,10 @@ fn start_runtime(world: &SimpleCommunicator, stop: &Arc<AtomicBool>) -> Result<R
 /// Median over `batches` of the mean round trip of `iterations` frames of a
 /// no-op's size through the MPI transport alone, no runtime: rank 0 sends a
 /// request frame and polls its driver until the answer arrives; rank 1
-/// polls its driver and answers each request with a result frame. Both
-/// poll and wait as the runtime's owner thread does (a poll, then the
-/// driver's idle wait when it found nothing), and hand each received frame
+/// polls its driver and answers each request with a result frame, flushed
+/// at once as the runtime flushes an inline handler's answer. Both poll
+/// and wait as the runtime's owner thread does (a poll, then the driver's
+/// idle wait when it found nothing), and hand each received frame
 /// back to the thread's store as the runtime does. What the driver costs a
 /// round trip, apart from the runtime's own work. Every rank connects,
 /// shuts down and drains the transport before the runtime starts its own.
@@ -419,8 +420,8 @@ fn transport_pingpong(
     batches: usize,
     iterations: usize,
 ) -> Result<Duration, BoxError> {
-    let hello = Runtime::builder(0xbe4c, ProtocolLimits::default(), RuntimeLimits::default())?
-        .hello()?;
+    let hello =
+        Runtime::builder(0xbe4c, ProtocolLimits::default(), RuntimeLimits::default())?.hello()?;
     let (handle, mut driver) = MpiTransport::new().connect(world, hello)?;
     let me = driver.rank();
     let call = Call {
@@ -477,7 +478,12 @@ fn transport_pingpong(
                 }
             } else {
                 while round(&mut driver, &mut events) == 0 {}
+                // As the runtime answers an inline request: queued in the
+                // round that received it, and flushed at its end.
                 send_frame(&handle, peer, &frame);
+                driver
+                    .flush(256, &mut events)
+                    .expect("the MPI transport flushes");
             }
         }
     }
