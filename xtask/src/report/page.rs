@@ -375,7 +375,10 @@ fn mpi(page: &mut String, r: &Results, links: &Links<'_>) {
     page.push_str(
         "## MPI (`mpi`)\n\n\
          Two ranks under `mpirun -n 2`, as the benchmark prints its table \
-         (the raw rows use the `mpi` crate directly). A payload row echoes \
+         (the raw rows use the `mpi` crate directly). The transport-alone \
+         row sends a no-op's request and result frames through dinah's MPI \
+         driver with no runtime, so the driver's share of a round trip and \
+         the runtime's can be told apart. A payload row echoes \
          one buffer back and forth, as its raw ping-pong does: each echo \
          (pooled) sends the vector the previous one returned.\n\n",
     );
