@@ -3,18 +3,19 @@
 //! Failed after a transport failure), the builder's typed refusals,
 //! deadlines (the default from the limits, zero refused, one the target
 //! decides counted as an expiry), the trace ID from caller to handler and
-//! back in its error, and the refusal counters.
+//! back in its error, the refusal counters, and what the runtime tells its
+//! driver before an idle wait.
 
 use std::future::Future;
 use std::num::NonZeroUsize;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use dinah_core::wire::TraceId;
 use dinah_core::{Instant, ProtocolLimits, Rank, RuntimeLimits, RuntimeState, WorldSize};
-use dinah_std::transport::memory::{FaultPlan, SimNetwork};
+use dinah_std::transport::memory::{FaultPlan, SimMode, SimNetwork};
 use dinah_std::transport::{
     DriverCounts, TransportDriver, TransportError, TransportEvent, TransportHandle,
 };
@@ -277,6 +278,102 @@ fn a_transport_failure_fails_the_runtime_and_every_waiting_call() {
         "{refused:?}"
     );
     assert_eq!(runtime.stats().unsettled_calls(), 0);
+}
+
+/// A driver that records, for each idle wait, whether the runtime said
+/// its workers were running jobs.
+struct Watching<D> {
+    inner: D,
+    told: Option<bool>,
+    waits: Arc<Mutex<Vec<bool>>>,
+}
+
+impl<D: TransportDriver> TransportDriver for Watching<D> {
+    fn poll(
+        &mut self,
+        budget: usize,
+        events: &mut Vec<TransportEvent>,
+    ) -> Result<bool, TransportError> {
+        self.inner.poll(budget, events)
+    }
+
+    fn idle_wait(&mut self, spin: Duration, timeout: Duration) {
+        let told = self.told.take().expect("told before every idle wait");
+        self.waits.lock().unwrap().push(told);
+        self.inner.idle_wait(spin, timeout);
+    }
+
+    fn set_workers_running(&mut self, running: bool) {
+        self.told = Some(running);
+        self.inner.set_workers_running(running);
+    }
+
+    fn handle(&self) -> &TransportHandle {
+        self.inner.handle()
+    }
+
+    fn begin_shutdown(&mut self) {
+        self.inner.begin_shutdown();
+    }
+
+    fn is_drained(&self) -> bool {
+        self.inner.is_drained()
+    }
+
+    fn counts(&self) -> DriverCounts {
+        self.inner.counts()
+    }
+
+    fn close(&mut self, deadline: std::time::Instant) -> DriverCounts {
+        self.inner.close(deadline)
+    }
+}
+
+#[test]
+fn before_each_idle_wait_the_driver_learns_whether_workers_run_jobs() {
+    let network =
+        SimNetwork::with_mode(WorldSize::ONE, 3, FaultPlan::new(), SimMode::Threaded).unwrap();
+    let seen = Arc::new(Seen::default());
+    let gate = Arc::new(Gate::default());
+    let builder = builder(limits(), &seen, &gate);
+    let hello = builder.hello().unwrap();
+    let (handle, driver) = network.endpoint(Rank::ZERO, hello.handle).unwrap();
+    let waits = Arc::new(Mutex::new(Vec::new()));
+    let driver = Watching {
+        inner: driver,
+        told: None,
+        waits: Arc::clone(&waits),
+    };
+    let mut runtime = builder.start(handle, driver).unwrap();
+    let client = runtime.client();
+    // Ready once an idle wait was told `running`; fails after 10 s.
+    let waited = |running: bool| {
+        let waits = Arc::clone(&waits);
+        let start = std::time::Instant::now();
+        std::future::poll_fn(move |_| {
+            if waits.lock().unwrap().contains(&running) {
+                return Poll::Ready(());
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "no idle wait was told running = {running}"
+            );
+            Poll::Pending
+        })
+    };
+    // Idle with nothing admitted: no worker runs a job.
+    runtime.block_on(waited(false));
+    // A job held at the gate on the domain's worker.
+    let held = client.spawn_on(Rank::ZERO, Wait(4));
+    waits.lock().unwrap().clear();
+    runtime.block_on(waited(true));
+    assert_eq!(runtime.stats().action_jobs, 1);
+    gate.open();
+    assert_eq!(runtime.block_on(held).unwrap(), 4);
+    // Finished: the next idle wait hears that no worker runs a job.
+    waits.lock().unwrap().clear();
+    runtime.block_on(waited(false));
+    assert_eq!(runtime.stats().action_jobs, 0);
 }
 
 #[test]

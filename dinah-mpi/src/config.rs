@@ -49,6 +49,16 @@ pub struct MpiConfig {
     /// answers an idle rank's first message sooner, a larger one burns
     /// less CPU while a rank has nothing to do.
     pub max_idle_park: Duration,
+    /// How long an idle wait checks for arrivals without yielding its core
+    /// between checks, before it starts yielding (default 5 µs). A yield
+    /// is a system call and delays the next check, so an answer that comes
+    /// within this is seen sooner; beyond it, other threads that share the
+    /// core get it between checks. While the runtime's workers are running
+    /// jobs the wait yields from the first check, whatever this says, so
+    /// that a worker on the same core is not kept from the job. Zero
+    /// yields between every check. On a node with a core for every rank
+    /// and worker, a longer spin answers later messages sooner too.
+    pub busy_spin: Duration,
     /// Liveness (default 5 s; `None` turns it off): every quarter of it,
     /// the driver posts each peer a heartbeat on the control tag (a
     /// non-blocking send, never a collective), and a peer from which
@@ -62,13 +72,14 @@ pub struct MpiConfig {
 
 impl MpiConfig {
     /// The defaults: 30 s to bootstrap, 64 pending receives, 8 posted
-    /// receives per lane, idle parks of at most 1 ms, a liveness timeout
-    /// of 5 s.
+    /// receives per lane, idle parks of at most 1 ms, 5 µs of checking
+    /// without yielding, a liveness timeout of 5 s.
     pub const DEFAULT: Self = Self {
         bootstrap_timeout: Duration::from_secs(30),
         max_pending_receives: 64,
         posted_receives: 8,
         max_idle_park: Duration::from_millis(1),
+        busy_spin: Duration::from_micros(5),
         liveness_timeout: Some(Duration::from_secs(5)),
     };
 }

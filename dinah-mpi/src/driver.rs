@@ -109,6 +109,9 @@ pub struct MpiDriver {
     dropped_from_violators: u64,
     leaked: Leaked,
     idle_park: Duration,
+    /// Whether the runtime's workers had jobs at the last idle wait (see
+    /// `set_workers_running`): the wait then yields from its first check.
+    workers_running: bool,
     /// When a poll last found work.
     last_progress: Instant,
     /// Polls so far.
@@ -205,6 +208,7 @@ impl MpiDriver {
             dropped_from_violators: 0,
             leaked: Leaked::default(),
             idle_park: FIRST_IDLE_PARK,
+            workers_running: false,
             last_progress: Instant::now(),
             polls: 0,
             idle_checks: 0,
@@ -375,6 +379,12 @@ impl TransportDriver for MpiDriver {
     /// handle only) for a doubling interval, from 20 µs up to
     /// [`MpiConfig::max_idle_park`], never beyond `timeout`; any poll that
     /// finds work resets the interval.
+    ///
+    /// For the first [`MpiConfig::busy_spin`] of the wait it checks without
+    /// yielding its core between checks, unless the runtime said its
+    /// workers are running jobs (see
+    /// [`set_workers_running`](TransportDriver::set_workers_running)); after
+    /// that, or with workers running, it yields between checks.
     fn idle_wait(&mut self, spin: Duration, timeout: Duration) {
         if self.phase == Phase::Closed || !comm::is_live() {
             self.handle.wakeup().wait(spin, timeout);
@@ -396,13 +406,21 @@ impl TransportDriver for MpiDriver {
                 self.last_progress = Instant::now();
                 return;
             }
-            if start.elapsed() >= spin {
+            let waited = start.elapsed();
+            if waited >= spin {
                 break;
             }
-            // Yield rather than spin: the runtime's worker threads (and, when
-            // ranks share cores, the other ranks) may need this CPU to
-            // produce what is being waited for.
-            std::thread::yield_now();
+            // A short wait is answered sooner without yielding (a yield is a
+            // system call, and the look after it comes later). Past that,
+            // or while a worker of this runtime has a job, yield rather than
+            // spin: the runtime's worker threads (and, when ranks share
+            // cores, the other ranks) may need this CPU to produce what is
+            // being waited for.
+            if self.workers_running || waited >= self.config.busy_spin {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
         }
         // What the spin's looks found is stale once the owner parks.
         self.posted.forget_looks();
@@ -411,6 +429,10 @@ impl TransportDriver for MpiDriver {
         if !park.is_zero() {
             self.handle.wakeup().wait(Duration::ZERO, park);
         }
+    }
+
+    fn set_workers_running(&mut self, running: bool) {
+        self.workers_running = running;
     }
 
     fn handle(&self) -> &TransportHandle {

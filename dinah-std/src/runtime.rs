@@ -287,6 +287,8 @@ impl Runtime {
         let timeout = next.map_or(MAX_IDLE, |at| {
             at.saturating_duration_since(now).min(MAX_IDLE)
         });
+        let running = self.hub.domains.in_flight() > 0;
+        self.driver.set_workers_running(running);
         self.driver.idle_wait(IDLE_SPIN.min(timeout), timeout);
     }
 

@@ -129,6 +129,18 @@ pub trait TransportDriver {
         self.handle().wakeup().wait(spin, timeout);
     }
 
+    /// Tells the driver, before an [`idle_wait`](Self::idle_wait), whether
+    /// jobs admitted to the runtime's domains are running or queued on
+    /// worker threads of this process. A driver that checks the network in
+    /// a loop while it waits can check without yielding its core for a
+    /// while when nothing else of the runtime needs a core, and yield
+    /// between checks from the first one when a worker does (the job it
+    /// runs may be what the owner waits for). The runtime calls it before
+    /// each idle wait. The default ignores it.
+    fn set_workers_running(&mut self, running: bool) {
+        let _ = running;
+    }
+
     /// The handle this driver serves.
     fn handle(&self) -> &TransportHandle;
 
