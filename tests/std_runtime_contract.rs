@@ -197,13 +197,28 @@ fn the_lifecycle_runs_through_running_draining_and_stopped() {
     assert_eq!(runtime.state(), RuntimeState::Stopped);
 }
 
-/// A driver that fails as a whole once told to.
-struct Failing<D> {
+/// The in-memory driver with two things added for these tests: it fails as
+/// a whole once `fail` is set, and it records, for each idle wait, what
+/// the runtime told it of its workers just before.
+struct Watched<D> {
     inner: D,
     fail: Arc<AtomicBool>,
+    told: Option<bool>,
+    waits: Arc<Mutex<Vec<bool>>>,
 }
 
-impl<D: TransportDriver> TransportDriver for Failing<D> {
+impl<D> Watched<D> {
+    fn new(inner: D) -> Self {
+        Self {
+            inner,
+            fail: Arc::default(),
+            told: None,
+            waits: Arc::default(),
+        }
+    }
+}
+
+impl<D: TransportDriver> TransportDriver for Watched<D> {
     fn poll(
         &mut self,
         budget: usize,
@@ -212,88 +227,6 @@ impl<D: TransportDriver> TransportDriver for Failing<D> {
         if self.fail.load(Ordering::SeqCst) {
             return Err(TransportError::Closed);
         }
-        self.inner.poll(budget, events)
-    }
-
-    fn handle(&self) -> &TransportHandle {
-        self.inner.handle()
-    }
-
-    fn begin_shutdown(&mut self) {
-        self.inner.begin_shutdown();
-    }
-
-    fn is_drained(&self) -> bool {
-        self.inner.is_drained()
-    }
-
-    fn counts(&self) -> DriverCounts {
-        self.inner.counts()
-    }
-
-    fn close(&mut self, deadline: std::time::Instant) -> DriverCounts {
-        self.inner.close(deadline)
-    }
-}
-
-#[test]
-fn a_transport_failure_fails_the_runtime_and_every_waiting_call() {
-    let world = WorldSize::new(2).unwrap();
-    let network = SimNetwork::new(world, 5, FaultPlan::new()).unwrap();
-    let fail = Arc::new(AtomicBool::new(false));
-    let seen = Arc::new(Seen::default());
-    let gate = Arc::new(Gate::default());
-    let mut builder = builder(limits(), &seen, &gate);
-    builder.clock(Arc::new(network.clock()));
-    let hello = builder.hello().unwrap();
-    let (handle, driver) = network.endpoint(Rank::ZERO, hello.handle).unwrap();
-    let driver = Failing {
-        inner: driver,
-        fail: Arc::clone(&fail),
-    };
-    let mut runtime = builder.start(handle, driver).unwrap();
-    let client = runtime.client();
-    let mut waiting = client.spawn_on(world.rank(1).unwrap(), Probe(2));
-    runtime.progress();
-    assert!(poll_once(&mut waiting).is_pending());
-    fail.store(true, Ordering::SeqCst);
-    runtime.progress();
-    assert_eq!(runtime.state(), RuntimeState::Failed);
-    let outcome = runtime.block_on(&mut waiting);
-    assert!(
-        matches!(
-            outcome,
-            Err(RuntimeError::TransportFailed(TransportError::Closed))
-        ),
-        "{outcome:?}"
-    );
-    let refused = runtime.block_on(client.spawn_on(Rank::ZERO, Probe(2)));
-    assert!(
-        matches!(
-            refused,
-            Err(RuntimeError::State {
-                state: RuntimeState::Failed
-            })
-        ),
-        "{refused:?}"
-    );
-    assert_eq!(runtime.stats().unsettled_calls(), 0);
-}
-
-/// A driver that records, for each idle wait, whether the runtime said
-/// its workers were running jobs.
-struct Watching<D> {
-    inner: D,
-    told: Option<bool>,
-    waits: Arc<Mutex<Vec<bool>>>,
-}
-
-impl<D: TransportDriver> TransportDriver for Watching<D> {
-    fn poll(
-        &mut self,
-        budget: usize,
-        events: &mut Vec<TransportEvent>,
-    ) -> Result<bool, TransportError> {
         self.inner.poll(budget, events)
     }
 
@@ -330,6 +263,47 @@ impl<D: TransportDriver> TransportDriver for Watching<D> {
 }
 
 #[test]
+fn a_transport_failure_fails_the_runtime_and_every_waiting_call() {
+    let world = WorldSize::new(2).unwrap();
+    let network = SimNetwork::new(world, 5, FaultPlan::new()).unwrap();
+    let seen = Arc::new(Seen::default());
+    let gate = Arc::new(Gate::default());
+    let mut builder = builder(limits(), &seen, &gate);
+    builder.clock(Arc::new(network.clock()));
+    let hello = builder.hello().unwrap();
+    let (handle, driver) = network.endpoint(Rank::ZERO, hello.handle).unwrap();
+    let driver = Watched::new(driver);
+    let fail = Arc::clone(&driver.fail);
+    let mut runtime = builder.start(handle, driver).unwrap();
+    let client = runtime.client();
+    let mut waiting = client.spawn_on(world.rank(1).unwrap(), Probe(2));
+    runtime.progress();
+    assert!(poll_once(&mut waiting).is_pending());
+    fail.store(true, Ordering::SeqCst);
+    runtime.progress();
+    assert_eq!(runtime.state(), RuntimeState::Failed);
+    let outcome = runtime.block_on(&mut waiting);
+    assert!(
+        matches!(
+            outcome,
+            Err(RuntimeError::TransportFailed(TransportError::Closed))
+        ),
+        "{outcome:?}"
+    );
+    let refused = runtime.block_on(client.spawn_on(Rank::ZERO, Probe(2)));
+    assert!(
+        matches!(
+            refused,
+            Err(RuntimeError::State {
+                state: RuntimeState::Failed
+            })
+        ),
+        "{refused:?}"
+    );
+    assert_eq!(runtime.stats().unsettled_calls(), 0);
+}
+
+#[test]
 fn before_each_idle_wait_the_driver_learns_whether_workers_run_jobs() {
     let network =
         SimNetwork::with_mode(WorldSize::ONE, 3, FaultPlan::new(), SimMode::Threaded).unwrap();
@@ -338,12 +312,8 @@ fn before_each_idle_wait_the_driver_learns_whether_workers_run_jobs() {
     let builder = builder(limits(), &seen, &gate);
     let hello = builder.hello().unwrap();
     let (handle, driver) = network.endpoint(Rank::ZERO, hello.handle).unwrap();
-    let waits = Arc::new(Mutex::new(Vec::new()));
-    let driver = Watching {
-        inner: driver,
-        told: None,
-        waits: Arc::clone(&waits),
-    };
+    let driver = Watched::new(driver);
+    let waits = Arc::clone(&driver.waits);
     let mut runtime = builder.start(handle, driver).unwrap();
     let client = runtime.client();
     // Ready once an idle wait was told `running`; fails after 10 s.
