@@ -41,14 +41,17 @@ use dinah_std::transport::memory::{FaultPlan, SimMode, SimNetwork};
 use dinah_std::transport::{HandleConfig, TransportDriver, TransportEvent, TransportHandle};
 use dinah_std::{Action, Runtime};
 
+#[path = "support/frames.rs"]
+mod frames;
 #[path = "support/limits.rs"]
 mod limits;
 #[path = "support/locked.rs"]
 mod locked;
 #[path = "support/noop.rs"]
 mod noop;
+use frames::raw_frame;
 use limits::limits;
-use noop::{Noop, raw_frame};
+use noop::Noop;
 
 /// One tick of the stepped network: a fast network's latency.
 const TICK: Duration = Duration::from_micros(1);

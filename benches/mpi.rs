@@ -36,7 +36,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use dinah::core::wire::{Call, Channel, Header, Message, RelativeDeadline, encode_frame};
+use dinah::core::wire::{Call, Channel, Message, RelativeDeadline};
 use dinah::core::{ActionId, DomainId, ProtocolLimits, Rank, RequestId, RuntimeLimits};
 use dinah::mpi::MpiTransport;
 use dinah::mpi::mpi::topology::SimpleCommunicator;
@@ -47,7 +47,10 @@ use dinah::std::{Action, CodecError, Runtime, SegmentReader, SegmentWriter, Wire
 
 #[path = "support/echo.rs"]
 mod echo;
+#[path = "support/frames.rs"]
+mod frames;
 use echo::{Echo, EchoF64, EchoF64Pair};
+use frames::raw_frame;
 
 /// An action that does nothing: the round trip is all overhead.
 struct Noop;
@@ -452,7 +455,7 @@ fn transport_pingpong(
         }
         frames
     };
-    let mut times = Vec::with_capacity(batches);
+    let mut time = Duration::ZERO;
     if me.get() <= 1 {
         let peer = driver.world().rank(1 - me.get())?;
         let message = if me.get() == 0 {
@@ -462,20 +465,12 @@ fn transport_pingpong(
         } else {
             Message::Result { call }
         };
-        let frame = frame_of(me, message);
-        // Ten round trips of warm-up, then the batches.
-        let total = 10 + batches * iterations;
-        let mut start = Instant::now();
-        for done in 0..total {
+        let frame = raw_frame(me, message, 8);
+        // One request and its answer, as either rank sees them.
+        let mut exchange = || {
             if me.get() == 0 {
-                if done >= 10 && (done - 10) % iterations == 0 {
-                    start = Instant::now();
-                }
                 send_frame(&handle, peer, &frame);
                 while round(&mut driver, &mut events) == 0 {}
-                if done >= 10 && (done - 10 + 1) % iterations == 0 {
-                    times.push(start.elapsed() / iterations as u32);
-                }
             } else {
                 while round(&mut driver, &mut events) == 0 {}
                 // As the runtime answers an inline request: queued in the
@@ -485,7 +480,14 @@ fn transport_pingpong(
                     .flush(256, &mut events)
                     .expect("the MPI transport flushes");
             }
-        }
+        };
+        (0..10).for_each(|_| exchange());
+        // Both ranks run the batches; rank 0's times are the ones reported.
+        time = median(batches, || {
+            let start = Instant::now();
+            (0..iterations).for_each(|_| exchange());
+            start.elapsed() / iterations.max(1) as u32
+        });
     }
     // Every rank drains: the goodbyes follow the last answer.
     driver.begin_shutdown();
@@ -493,8 +495,7 @@ fn transport_pingpong(
         round(&mut driver, &mut events);
     }
     driver.close(Instant::now() + Duration::from_secs(5));
-    times.sort();
-    Ok(times.get(times.len() / 2).copied().unwrap_or_default())
+    Ok(time)
 }
 
 /// Queues `frame` (a copy in a buffer of this thread's store, as the
@@ -505,17 +506,6 @@ fn send_frame(handle: &TransportHandle, peer: Rank, frame: &[u8]) {
     handle
         .try_send(peer, Channel::Action, copy)
         .expect("one frame in flight fits the lane");
-}
-
-/// A valid frame of `message` from `origin` with one 8-byte segment, a
-/// no-op's size.
-fn frame_of(origin: Rank, message: Message) -> Vec<u8> {
-    let payload: [&[u8]; 1] = [&[7u8; 8]];
-    let header = Header::new(origin, message, &payload, &ProtocolLimits::default())
-        .expect("a frame within the default limits");
-    let mut frame = vec![0; header.frame_len()];
-    encode_frame(&header, &payload, &mut frame).expect("the buffer is sized from the header");
-    frame
 }
 
 /// Mean round trip of `iterations` ping-pongs of `size` bytes between

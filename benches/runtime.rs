@@ -27,12 +27,15 @@ use dinah_std::transport::memory::{FaultPlan, SimMode, SimNetwork};
 use dinah_std::transport::{HandleConfig, TransportDriver, TransportEvent, TransportHandle};
 use dinah_std::{Action, Runtime};
 
+#[path = "support/frames.rs"]
+mod frames;
 #[path = "support/limits.rs"]
 mod limits;
 #[path = "support/noop.rs"]
 mod noop;
+use frames::raw_frame;
 use limits::limits;
-use noop::{Noop, raw_frame};
+use noop::Noop;
 
 /// Counts allocations; otherwise the system allocator.
 struct Counting;

@@ -53,12 +53,15 @@ use dinah_tcp::{Membership, TcpTransport};
 
 #[path = "support/echo.rs"]
 mod echo;
+#[path = "support/frames.rs"]
+mod frames;
 #[path = "support/noop.rs"]
 mod noop;
 #[path = "support/raw_tcp.rs"]
 mod raw_tcp;
 use echo::{Echo, EchoF64, EchoF64Pair};
-use noop::{Noop, raw_frame};
+use frames::raw_frame;
+use noop::Noop;
 
 use raw_tcp::{RawPingPong, RawPipelined, SpinPingPong};
 
