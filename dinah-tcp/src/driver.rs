@@ -277,11 +277,26 @@ impl TcpDriver {
 /// for the next poll (see
 /// [`Connection::look`]).
 fn look_at_sockets(peers: &mut [Peer]) -> bool {
+    live_lanes(peers).any(Connection::look)
+}
+
+/// Every connection of every peer not down.
+fn live_lanes(peers: &mut [Peer]) -> impl Iterator<Item = &mut Connection> {
     peers
         .iter_mut()
         .filter(|peer| peer.state != PeerState::Down)
         .flat_map(|peer| &mut peer.lanes)
-        .any(Connection::look)
+}
+
+/// Puts every live connection's socket (not cancelled) into the watcher's
+/// set; false if one could not join.
+fn join_set(peers: &mut [Peer]) -> bool {
+    // Every socket tries, whether or not one before it failed.
+    let failed = live_lanes(peers)
+        .map(|conn| conn.registration.join())
+        .filter(Result::is_err)
+        .count();
+    failed == 0
 }
 
 /// Drops every live connection's mark of a look that found its socket
@@ -363,7 +378,9 @@ impl TransportDriver for TcpDriver {
     /// hands over what it found; with more, a look is one non-blocking
     /// question to the readiness set of every live connection. Then it arms the
     /// watcher and parks on the wakeup until the watcher, a sender or the
-    /// timeout ends the wait. Bytes already read and not yet handed over end the wait
+    /// timeout ends the wait. Sockets the spin reads itself are out of the
+    /// set while it spins (in it, each arrival would cost its sender the
+    /// set's wake-up callback) and join it just before the owner parks. Bytes already read and not yet handed over end the wait
     /// at once.
     ///
     /// A socket whose buffer was full at the last write counts as ready
@@ -404,6 +421,16 @@ impl TransportDriver for TcpDriver {
         let read_sockets = self.config.spin_read_connections > 0
             && connections <= self.config.spin_read_connections
             && !live().any(|conn| conn.blocked().is_some());
+        // A socket in the set costs whoever writes to it: each arrival runs
+        // the set's wake-up callback inside the sender's system call. So
+        // sockets the spin reads itself stay out of the set until the owner
+        // parks; when the spin asks the set, every socket is in it.
+        let mut in_set = if read_sockets {
+            live_lanes(&mut self.peers).for_each(|conn| conn.registration.leave());
+            true
+        } else {
+            join_set(&mut self.peers)
+        };
         let wakeup = self.handle.wakeup();
         let start = Instant::now();
         let spin = spin.min(timeout);
@@ -429,9 +456,19 @@ impl TransportDriver for TcpDriver {
         // What the spin's looks found empty is stale once the owner parks:
         // the poll after a wake-up reads every socket again.
         forget_empty_looks(&mut self.peers);
+        if read_sockets {
+            in_set = join_set(&mut self.peers);
+        }
+        // A socket that could not join the set is looked at again soon:
+        // nothing would report its arrivals.
+        let timeout = if in_set {
+            timeout
+        } else {
+            timeout.min(UNWATCHED_ROOM_RETRY)
+        };
         // An arrival after the last look is not missed: the set is
         // level-triggered, so an armed watcher's wait ends at once when a
-        // socket is readable already.
+        // socket is readable already (or joins the set readable).
         self.watcher.arm();
         wakeup.wait(Duration::ZERO, timeout.saturating_sub(start.elapsed()));
     }

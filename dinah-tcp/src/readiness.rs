@@ -98,7 +98,7 @@ impl Set {
         std::iter::once(&self.poller).chain(look)
     }
 
-    /// Adds `socket`, ready when readable. On failure it is in no poller
+    /// Adds `socket`, ready on `interest`. On failure it is in no poller
     /// of the set.
     ///
     /// # Safety
@@ -106,14 +106,13 @@ impl Set {
     /// `socket` must be [`remove`](Self::remove)d before it is closed: a
     /// poller holds its descriptor, whose number the system may give to
     /// another file once it is closed.
-    pub(crate) unsafe fn add(&self, socket: &TcpStream) -> io::Result<()> {
+    pub(crate) unsafe fn add(&self, socket: &TcpStream, interest: Interest) -> io::Result<()> {
         for poller in self.pollers() {
             // SAFETY: the caller removes `socket` from every poller of the
             // set before closing it; on failure it is deleted from all of
             // them here (deleting a socket a poller does not hold fails
             // harmlessly), while it is still open.
-            let added =
-                unsafe { poller.add_with_mode(socket, Interest::Read.event(), PollMode::Level) };
+            let added = unsafe { poller.add_with_mode(socket, interest.event(), PollMode::Level) };
             if let Err(error) = added {
                 self.remove(socket);
                 return Err(error);
@@ -210,9 +209,9 @@ mod tests {
         let (c, _d) = loopback_pair();
         let set = Set::new().unwrap();
         // SAFETY: both are removed before they close, below.
-        unsafe { set.add(&a).unwrap() };
+        unsafe { set.add(&a, Interest::Read).unwrap() };
         // SAFETY: as above.
-        unsafe { set.add(&c).unwrap() };
+        unsafe { set.add(&c, Interest::Read).unwrap() };
         assert!(!set.any_ready(), "quiet sockets");
         b.write_all(b"xy").unwrap();
         until_ready(&set);
@@ -237,7 +236,7 @@ mod tests {
         let (a, mut b) = loopback_pair();
         let set = Arc::new(Set::new().unwrap());
         // SAFETY: removed before it closes, at the end.
-        unsafe { set.add(&a).unwrap() };
+        unsafe { set.add(&a, Interest::Read).unwrap() };
         set.interrupt();
         assert!(!set.wait(), "interrupted, nothing ready");
         // The owner looks while the watcher waits: the look is answered at
@@ -260,7 +259,7 @@ mod tests {
         let (a, mut b) = loopback_pair();
         let set = Set::new().unwrap();
         // SAFETY: removed before it closes, at the end.
-        unsafe { set.add(&a).unwrap() };
+        unsafe { set.add(&a, Interest::Read).unwrap() };
         // Writable but watched for data only: not ready.
         assert!(!set.any_ready(), "room alone does not count");
         set.watch(&a, Interest::ReadOrWrite).unwrap();

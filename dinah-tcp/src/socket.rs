@@ -233,7 +233,7 @@ mod tests {
         let (client, server) = loopback_pair();
         let set = crate::readiness::Set::new().unwrap();
         // SAFETY: removed before it closes, at the end of the test.
-        unsafe { set.add(&client).unwrap() };
+        unsafe { set.add(&client, crate::readiness::Interest::Read).unwrap() };
         let readable = || set.any_ready();
         let mut buf = [0u8; 16];
         assert!(!readable());

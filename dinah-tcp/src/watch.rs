@@ -111,12 +111,12 @@ impl Watcher {
         // SAFETY: the registration owns `stream` and takes it out of the
         // set before it closes: in `cancel`, which its `Drop` runs before
         // the stream field drops.
-        unsafe { self.shared.set.add(&stream) }
+        unsafe { self.shared.set.add(&stream, Interest::Read) }
             .map_err(|e| TcpError::io(Some(peer), IoOp::Configure, e))?;
         Ok(Registration {
             shared: Arc::clone(&self.shared),
             stream,
-            watched: true,
+            place: Place::In,
             interest: Interest::Read,
         })
     }
@@ -161,14 +161,30 @@ impl Drop for Watcher {
 
 /// A connection's socket, owned together with its place in a watcher's
 /// set, so that it leaves the set before it closes.
+///
+/// A registered socket may step out of the set and back in
+/// ([`leave`](Self::leave), [`join`](Self::join)): while it is in, every
+/// arrival on it runs the set's wake-up callback inside the sender's
+/// system call, which a socket the owner reads by itself does not need.
 #[derive(Debug)]
 pub(crate) struct Registration {
     shared: Arc<Shared>,
     stream: TcpStream,
-    /// In the set, until cancelled.
-    watched: bool,
-    /// What makes it ready there.
+    /// Where the socket stands with the set.
+    place: Place,
+    /// What makes it ready there (kept while it is out, for its return).
     interest: Interest,
+}
+
+/// Where a registered socket stands with its watcher's set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// In the set: an armed watcher wakes the owner when it is ready.
+    In,
+    /// Out for now; [`Registration::join`] puts it back.
+    Out,
+    /// Out for good: its stream ended or it was aborted.
+    Cancelled,
 }
 
 impl Registration {
@@ -178,27 +194,56 @@ impl Registration {
     }
 
     /// Makes the socket ready in the set on `interest` from now on (no
-    /// system call if that is its interest already, or once cancelled).
+    /// system call if that is its interest already, while it is out of
+    /// the set, or once cancelled).
     ///
     /// # Errors
     ///
     /// The set's error.
     pub(crate) fn watch(&mut self, interest: Interest) -> std::io::Result<()> {
-        if self.watched && self.interest != interest {
+        if self.place == Place::In && self.interest != interest {
             self.shared.set.watch(&self.stream, interest)?;
-            self.interest = interest;
+        }
+        self.interest = interest;
+        Ok(())
+    }
+
+    /// Is the socket in the set, or out only for now (not cancelled)?
+    pub(crate) fn is_watched(&self) -> bool {
+        self.place != Place::Cancelled
+    }
+
+    /// Takes the socket out of the set until [`join`](Self::join) (no
+    /// system call if it is out already, or cancelled).
+    pub(crate) fn leave(&mut self) {
+        if self.place == Place::In {
+            self.shared.set.remove(&self.stream);
+            self.place = Place::Out;
+        }
+    }
+
+    /// Puts a socket that [`left`](Self::leave) back into the set, ready
+    /// on its interest (no system call if it is in already, or
+    /// cancelled).
+    ///
+    /// # Errors
+    ///
+    /// The set's error; the socket stays out.
+    pub(crate) fn join(&mut self) -> std::io::Result<()> {
+        if self.place == Place::Out {
+            // SAFETY: the registration owns the stream and takes it out of
+            // the set before it closes (`cancel`, run by `Drop` before the
+            // stream field drops); a failed add leaves it in no poller.
+            unsafe { self.shared.set.add(&self.stream, self.interest) }?;
+            self.place = Place::In;
         }
         Ok(())
     }
 
-    /// Is the socket still in the set (not cancelled)?
-    pub(crate) fn is_watched(&self) -> bool {
-        self.watched
-    }
-
-    /// Takes the socket out of the set (idempotent); it stays open.
+    /// Takes the socket out of the set for good (idempotent); it stays
+    /// open.
     pub(crate) fn cancel(&mut self) {
-        if std::mem::take(&mut self.watched) {
+        if std::mem::replace(&mut self.place, Place::Cancelled) == Place::In {
             self.shared.set.remove(&self.stream);
         }
     }
@@ -338,5 +383,56 @@ mod tests {
         );
         drop(watcher);
         drop(ended_peer);
+    }
+
+    /// A socket that left the set is not seen by the set or the watcher,
+    /// however much waits on it; joining again, it is seen at once, with
+    /// the interest it was given while out; a cancelled one never joins.
+    #[test]
+    fn a_socket_out_of_the_set_is_seen_again_once_it_joins() {
+        let (socket, mut socket_peer) = loopback_pair();
+        let wakeup = Wakeup::new();
+        assert!(wakeup.bind_current());
+        let watcher = Watcher::start(rank(0), wakeup.clone()).unwrap();
+        let mut registration = watcher.register(socket, rank(1)).unwrap();
+        registration.leave();
+        registration.leave();
+        socket_peer.write_all(b"a").unwrap();
+        watcher.arm();
+        assert!(
+            !wakeup.wait(Duration::ZERO, Duration::from_millis(50)),
+            "a socket out of the set woke the owner"
+        );
+        assert!(!watcher.any_ready());
+        assert!(registration.is_watched());
+        // The armed watcher sees it as soon as it is back.
+        registration.join().unwrap();
+        registration.join().unwrap();
+        assert!(woken(&wakeup));
+        assert!(watcher.any_ready());
+        let mut buf = [0u8; 8];
+        assert_eq!(
+            crate::socket::recv_nonblocking(registration.stream(), &mut buf).unwrap(),
+            1
+        );
+        assert!(!watcher.any_ready());
+        // Watched for room while out: an empty send buffer has room, so it
+        // is ready the moment it joins.
+        registration.leave();
+        registration.watch(Interest::ReadOrWrite).unwrap();
+        assert!(!watcher.any_ready());
+        registration.join().unwrap();
+        assert!(watcher.any_ready());
+        registration.watch(Interest::Read).unwrap();
+        assert!(!watcher.any_ready());
+        // Cancelled while out, it stays out.
+        registration.leave();
+        registration.cancel();
+        assert!(!registration.is_watched());
+        registration.join().unwrap();
+        socket_peer.write_all(b"b").unwrap();
+        watcher.arm();
+        assert!(!wakeup.wait(Duration::ZERO, Duration::from_millis(50)));
+        assert!(!watcher.any_ready());
     }
 }
