@@ -21,9 +21,13 @@
 //!
 //! A watcher stays armed until it fires; disarmed, it waits on a condition
 //! variable, not on the sockets, so a socket the busy owner has not read
-//! yet costs nothing. A connection leaves the set when its stream ends or
-//! it is aborted ([`Registration::cancel`]), so a finished stream never
-//! keeps the set readable. Stopping interrupts the thread's wait on the
+//! yet costs nothing. A socket in the set still costs its peer a little on
+//! every arrival (the set's wake-up callback runs in the sender's system
+//! call), so while the owner's spin reads the sockets itself they step out
+//! of the set ([`Registration::leave`]) and rejoin before it parks
+//! ([`Registration::join`]). A connection leaves the set for good when its
+//! stream ends or it is aborted ([`Registration::cancel`]), so a finished
+//! stream never keeps the set readable. Stopping interrupts the thread's wait on the
 //! set, so it ends at once, without touching the sockets.
 
 use std::net::TcpStream;
