@@ -23,7 +23,8 @@ fn main() {
     let log = Arc::new(Mutex::new(Vec::new()));
     let l2 = Arc::clone(&log);
     let h = std::thread::spawn(move || { let mut m = vec![0u8; len]; let mut v = Vec::with_capacity(n);
-        while let Some(found) = rd(&mut s, &mut m) { let (a, b) = wr(&mut s, &m); v.push((found, a, b)); } *l2.lock().unwrap() = v; });
+        let work: usize = std::env::var("WORK").ok().map(|v| v.parse().unwrap()).unwrap_or(0); let mut junk = vec![0u64; work / 8 + 1]; let mut acc = 0u64;
+        while let Some(found) = rd(&mut s, &mut m) { for (i, x) in junk.iter_mut().enumerate().step_by(8) { *x = x.wrapping_add(i as u64 ^ acc); acc = acc.wrapping_add(*x); } std::hint::black_box(acc); let (a, b) = wr(&mut s, &m); v.push((found, a, b)); } *l2.lock().unwrap() = v; });
     let mut m = vec![1u8; len];
     let mut v = Vec::with_capacity(n);
     let t0 = std::time::Instant::now();
