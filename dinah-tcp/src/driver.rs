@@ -117,9 +117,11 @@ fn refusals_of(rejected: &[TcpError], total: u64) -> Refusals {
     refusals
 }
 
-/// How often the owner retries a write to a full socket that is no longer
-/// in the readiness set (nothing reports its room).
-const UNWATCHED_ROOM_RETRY: Duration = Duration::from_micros(20);
+/// The longest park while a socket that matters is outside the readiness
+/// set, so that nothing would report it: a full socket whose stream ended
+/// (its room), or one that could not rejoin the set (its arrivals). The
+/// owner then looks again after this long.
+const UNWATCHED_RETRY: Duration = Duration::from_micros(20);
 
 impl TcpDriver {
     /// Starts the watcher thread and registers `established`'s
@@ -380,8 +382,9 @@ impl TransportDriver for TcpDriver {
     /// watcher and parks on the wakeup until the watcher, a sender or the
     /// timeout ends the wait. Sockets the spin reads itself are out of the
     /// set while it spins (in it, each arrival would cost its sender the
-    /// set's wake-up callback) and join it just before the owner parks. Bytes already read and not yet handed over end the wait
-    /// at once.
+    /// set's wake-up callback) and join it just before the owner parks; one
+    /// that cannot join limits the park to 20 µs. Bytes already read and
+    /// not yet handed over end the wait at once.
     ///
     /// A socket whose buffer was full at the last write counts as ready
     /// once it has room again (the spin and the watcher see it like an
@@ -408,7 +411,7 @@ impl TransportDriver for TcpDriver {
             .filter_map(Connection::blocked)
             .map(|watch| match watch {
                 RoomWatch::Watched => self.config.blocked_write_retry,
-                RoomWatch::Unwatched => UNWATCHED_ROOM_RETRY,
+                RoomWatch::Unwatched => UNWATCHED_RETRY,
             })
             .fold(timeout, Duration::min);
         // With few connections the spin reads each socket itself, so the
@@ -464,7 +467,7 @@ impl TransportDriver for TcpDriver {
         let timeout = if in_set {
             timeout
         } else {
-            timeout.min(UNWATCHED_ROOM_RETRY)
+            timeout.min(UNWATCHED_RETRY)
         };
         // An arrival after the last look is not missed: the set is
         // level-triggered, so an armed watcher's wait ends at once when a
