@@ -27,8 +27,8 @@
 //! of the set ([`Registration::leave`]) and rejoin before it parks
 //! ([`Registration::join`]). A connection leaves the set for good when its
 //! stream ends or it is aborted ([`Registration::cancel`]), so a finished
-//! stream never keeps the set readable. Stopping interrupts the thread's wait on the
-//! set, so it ends at once, without touching the sockets.
+//! stream never keeps the set readable. Stopping interrupts the thread's
+//! wait on the set, so it ends at once, without touching the sockets.
 
 use std::net::TcpStream;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
@@ -104,25 +104,24 @@ impl Watcher {
         })
     }
 
-    /// Adds `stream` (a connection to `peer`) to the set; it stays there
-    /// until the returned registration, which owns the stream from now on,
-    /// is cancelled or dropped.
+    /// Adds `stream` (a connection to `peer`) to the set, ready when
+    /// readable; it stays there until the returned registration, which
+    /// owns the stream from now on, leaves, is cancelled or is dropped.
     ///
     /// # Errors
     ///
     /// [`TcpError::Io`] if the socket cannot be added.
     pub(crate) fn register(&self, stream: TcpStream, peer: Rank) -> Result<Registration, TcpError> {
-        // SAFETY: the registration owns `stream` and takes it out of the
-        // set before it closes: in `cancel`, which its `Drop` runs before
-        // the stream field drops.
-        unsafe { self.shared.set.add(&stream, Interest::Read) }
-            .map_err(|e| TcpError::io(Some(peer), IoOp::Configure, e))?;
-        Ok(Registration {
+        let mut registration = Registration {
             shared: Arc::clone(&self.shared),
             stream,
-            place: Place::In,
+            place: Place::Out,
             interest: Interest::Read,
-        })
+        };
+        registration
+            .join()
+            .map_err(|e| TcpError::io(Some(peer), IoOp::Configure, e))?;
+        Ok(registration)
     }
 
     /// Is any registered socket ready (data, its end, an error, or room
