@@ -69,8 +69,10 @@ impl Outbox {
 
     /// Writes queued frames to `stream` without blocking, up to about
     /// `max_bytes`, gathering up to 64 slices per `sendmsg` (a split
-    /// frame's parts are written from their own buffers). Each frame
-    /// taken from the handle is completed on `handle` once fully written.
+    /// frame's parts are written from their own buffers; a lone whole
+    /// frame, the usual answer or request, is one slice written without
+    /// filling the gathering array). Each frame taken from the handle is
+    /// completed on `handle` once fully written.
     ///
     /// # Errors
     ///
@@ -84,45 +86,13 @@ impl Outbox {
     ) -> io::Result<Flushed> {
         let mut flushed = Flushed::default();
         while !self.frames.is_empty() && flushed.bytes < max_bytes {
-            let mut slices = [IoSlice::new(&[]); MAX_SLICES];
-            let mut count = 0;
-            let mut gathered = 0;
-            'gather: for (i, pending) in self.frames.iter().enumerate() {
-                // Each part from its own buffer (a split frame's head,
-                // middle parts and tail); the first frame's written bytes
-                // skipped.
-                let mut skip = if i == 0 { self.offset } else { 0 };
-                let frame = &pending.frame;
-                if !frame.is_split() {
-                    if count == MAX_SLICES {
-                        break;
-                    }
-                    slices[count] = IoSlice::new(&frame.head()[skip..]);
-                    count += 1;
-                    gathered += frame.head().len() - skip;
-                    if gathered >= max_bytes {
-                        break;
-                    }
-                    continue;
-                }
-                for part in frame.wire_parts() {
-                    if skip >= part.len() {
-                        skip -= part.len();
-                        continue;
-                    }
-                    if count == MAX_SLICES {
-                        break 'gather;
-                    }
-                    slices[count] = IoSlice::new(&part[skip..]);
-                    count += 1;
-                    gathered += part.len() - skip;
-                    skip = 0;
-                }
-                if gathered >= max_bytes {
-                    break;
-                }
-            }
-            match socket::send_nonblocking(stream, &slices[..count]) {
+            let sent = match self.lone_frame() {
+                // The common case of a lone answer or request: one slice,
+                // without filling the whole gathering array.
+                Some(bytes) => socket::send_nonblocking(stream, &[IoSlice::new(bytes)]),
+                None => self.send_gathered(stream, max_bytes),
+            };
+            match sent {
                 Ok(written) => {
                     flushed.bytes += written;
                     self.advance(written, handle);
@@ -135,6 +105,59 @@ impl Outbox {
             }
         }
         Ok(flushed)
+    }
+
+    /// The unwritten bytes of the only queued frame, if it is whole.
+    fn lone_frame(&self) -> Option<&[u8]> {
+        match self.frames.front() {
+            Some(pending) if self.frames.len() == 1 && !pending.frame.is_split() => {
+                Some(&pending.frame.head()[self.offset..])
+            }
+            _ => None,
+        }
+    }
+
+    /// One vectored write of up to [`MAX_SLICES`] slices gathered from
+    /// the queued frames, about `max_bytes` at most.
+    fn send_gathered(&self, stream: &TcpStream, max_bytes: usize) -> io::Result<usize> {
+        let mut slices = [IoSlice::new(&[]); MAX_SLICES];
+        let mut count = 0;
+        let mut gathered = 0;
+        'gather: for (i, pending) in self.frames.iter().enumerate() {
+            // Each part from its own buffer (a split frame's head, middle
+            // parts and tail); the first frame's written bytes skipped.
+            let mut skip = if i == 0 { self.offset } else { 0 };
+            let frame = &pending.frame;
+            if !frame.is_split() {
+                if count == MAX_SLICES {
+                    break;
+                }
+                slices[count] = IoSlice::new(&frame.head()[skip..]);
+                count += 1;
+                gathered += frame.head().len() - skip;
+                if gathered >= max_bytes {
+                    break;
+                }
+                continue;
+            }
+            for part in frame.wire_parts() {
+                if skip >= part.len() {
+                    skip -= part.len();
+                    continue;
+                }
+                if count == MAX_SLICES {
+                    break 'gather;
+                }
+                slices[count] = IoSlice::new(&part[skip..]);
+                count += 1;
+                gathered += part.len() - skip;
+                skip = 0;
+            }
+            if gathered >= max_bytes {
+                break;
+            }
+        }
+        socket::send_nonblocking(stream, &slices[..count])
     }
 
     /// Marks `written` bytes as sent, completing the frames they finish.
@@ -241,6 +264,36 @@ mod tests {
         let mut received = Vec::new();
         server.read_to_end(&mut received).unwrap();
         assert_eq!(received, expected);
+    }
+
+    #[test]
+    fn a_lone_frame_larger_than_the_socket_buffer_goes_out_in_pieces() {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        client.set_nonblocking(true).unwrap();
+        let (mut server, _) = listener.accept().unwrap();
+        let reader = std::thread::spawn(move || {
+            let mut received = Vec::new();
+            server.read_to_end(&mut received).unwrap();
+            received
+        });
+        let handle = handle();
+        let frame: Vec<u8> = (0..16 << 20).map(|i: u32| (i % 251) as u8).collect();
+        let mut outbox = Outbox::default();
+        outbox.push(frame.clone(), false);
+        let (mut flushes, mut blocked) = (0, 0);
+        while !outbox.is_empty() {
+            let flushed = outbox.flush(&client, &handle, usize::MAX).unwrap();
+            flushes += 1;
+            if flushed.blocked {
+                blocked += 1;
+                std::thread::yield_now();
+            }
+        }
+        assert!(blocked > 0, "the frame outgrew the socket's buffer");
+        assert!(flushes > 1);
+        drop(client);
+        assert!(reader.join().unwrap() == frame, "every byte once, in order");
     }
 
     #[test]

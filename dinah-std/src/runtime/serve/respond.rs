@@ -156,9 +156,14 @@ impl Respond {
     /// Keeps a copy of `frame` as the response of dedup slot `slot`, in
     /// one buffer.
     pub(crate) fn retain(&mut self, slot: usize, frame: &Frame) {
-        let mut parts = frame.wire_parts();
-        let mut copy = self.buffers.copy(parts.next().unwrap_or_default());
-        parts.for_each(|part| copy.extend_from_slice(part));
+        let copy = if frame.is_split() {
+            let mut parts = frame.wire_parts();
+            let mut copy = self.buffers.copy(parts.next().unwrap_or_default());
+            parts.for_each(|part| copy.extend_from_slice(part));
+            copy
+        } else {
+            self.buffers.copy(frame.head())
+        };
         self.cache[slot] = Some(copy);
     }
 
@@ -220,4 +225,33 @@ fn lane_full(kind: SendErrorKind) -> bool {
         kind,
         SendErrorKind::QueueFull { .. } | SendErrorKind::RetainedBytes { .. }
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_retained_response_is_the_frame_s_wire_bytes_whole_or_split() {
+        let mut respond = Respond::new(2, 4, 4);
+        let whole = Frame::whole(b"whole response".to_vec());
+        let split = Frame::with_middle(
+            b"headtail".to_vec(),
+            vec![(4, vec![7u8; 5].into())],
+            vec![9u8; 3],
+        );
+        respond.retain(0, &whole);
+        respond.retain(1, &split);
+        for (slot, frame) in [(0, &whole), (1, &split)] {
+            let cached = respond.cached(slot).expect("retained");
+            assert!(!cached.is_split(), "a copy is one buffer");
+            assert_eq!(cached.to_vec(), frame.to_vec(), "slot {slot}");
+        }
+        assert_eq!(
+            respond.cached(1).unwrap().head(),
+            b"head\x07\x07\x07\x07\x07tail\x09\x09\x09"
+        );
+        respond.forget(0);
+        assert!(respond.cached(0).is_none());
+    }
 }
