@@ -7,9 +7,10 @@
 //! and registered inline (run on the serving owner thread), the no-op's
 //! frames through the MPI transport alone (its driver polled by hand, no
 //! runtime: what the driver costs a round trip), and a payload
-//! sweep up to 4 MiB (raw ping-pong and a dinah echo of the same size, of
-//! a `Vec<u8>`, of a `Vec<f64>` of those bytes, and of two `Vec<f64>` of
-//! half of them each).
+//! sweep up to 4 MiB (raw ping-pong, raw echo and a dinah echo of the
+//! same size, of a `Vec<u8>`, of a `Vec<f64>` of those bytes, and of two
+//! `Vec<f64>` of half of them each). The raw ping-pong sends a buffer it
+//! never writes; the raw echo, like dinah's, sends back what it received.
 //!
 //! Criterion and MPI ranks do not mix (criterion would time each rank on
 //! its own), so this is a small harness: rank 0 measures and prints a
@@ -28,7 +29,7 @@
 //! several batches. The goals (not assertions): a dinah round
 //! trip within 2x the raw ping-pong with the handler inline and 4x with it
 //! on a worker, at least 1,000,000 actions/s with 1,024 in flight, and a
-//! 1 MiB echo within 1.25x the raw ping-pong.
+//! 1 MiB echo within 1.25x the raw ping-pong (the raw echo is context).
 #![expect(clippy::print_stdout, reason = "a benchmark reports its measurements")]
 
 use std::collections::VecDeque;
@@ -200,6 +201,17 @@ fn main() -> Result<(), BoxError> {
             })
         })
         .collect();
+    let echo_sweep: Vec<_> = SIZES
+        .iter()
+        .map(|&size| {
+            if !wanted("sweep") {
+                return Duration::ZERO;
+            }
+            median(plan.batches, || {
+                raw_echo(&world, size, plan.sweep_iterations)
+            })
+        })
+        .collect();
     let transport_8 = wanted("transport")
         .then(|| transport_pingpong(&world, plan.batches, plan.pingpongs))
         .transpose()?;
@@ -301,7 +313,8 @@ fn main() -> Result<(), BoxError> {
             }
         }
         let mut numbers_rows = Vec::new();
-        for (&size, raw) in SIZES.iter().zip(&raw_sweep).filter(|_| wanted("sweep")) {
+        let sweep = SIZES.iter().zip(raw_sweep.iter().zip(&echo_sweep));
+        for (&size, (raw, raw_echo)) in sweep.filter(|_| wanted("sweep")) {
             // Each echo sends the buffer the previous one brought back, as
             // the raw ping-pong sends the buffer it has just read into: an
             // echo consumes its argument.
@@ -342,6 +355,7 @@ fn main() -> Result<(), BoxError> {
                 start.elapsed() / plan.sweep_iterations as u32
             });
             table.payload_row("", size, *raw, echo);
+            table.raw_echo_row(size, *raw_echo, echo);
             numbers_rows.push((size, *raw, numbers, pairs));
         }
         for &(size, raw, numbers, _) in &numbers_rows {
@@ -562,6 +576,45 @@ fn raw_pingpong(
     elapsed / iterations.max(1) as u32
 }
 
+/// The raw payload echo between ranks 0 and 1: each sends back the buffer
+/// it has just received into (rank 0 sends first), as dinah's echo sends
+/// the vector the previous echo returned. In [`raw_pingpong`] the sender's
+/// buffer is never written, so the receiver's single copy (Open MPI's
+/// shared-memory transport reads the sender's pages) finds it in the
+/// caches; here every message is bytes the other rank has just written.
+/// Other ranks only take part in the barrier.
+fn raw_echo(world: &SimpleCommunicator, size: usize, iterations: usize) -> Duration {
+    let rank = world.rank();
+    let mut buffer = vec![0xa5u8; size];
+    // Rank 0 posts its receive before its send, as `raw_pingpong` does, so
+    // it receives into a second buffer and sends that one next.
+    let mut spare = vec![0u8; size];
+    world.barrier();
+    let start = Instant::now();
+    if rank <= 1 {
+        let peer = world.process_at_rank(1 - rank);
+        for _ in 0..iterations {
+            if rank == 0 {
+                mpi::request::scope(|scope| {
+                    let received = peer.immediate_receive_into(scope, &mut spare[..]);
+                    let sent = peer.immediate_send(scope, &buffer[..]);
+                    complete(sent);
+                    complete(received);
+                });
+                std::mem::swap(&mut buffer, &mut spare);
+            } else {
+                mpi::request::scope(|scope| {
+                    complete(peer.immediate_receive_into(scope, &mut buffer[..]));
+                });
+                mpi::request::scope(|scope| complete(peer.immediate_send(scope, &buffer[..])));
+            }
+        }
+    }
+    let elapsed = start.elapsed();
+    world.barrier();
+    elapsed / iterations.max(1) as u32
+}
+
 /// How the receiving side of [`lane_pingpong`] waits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum RawWait {
@@ -732,6 +785,19 @@ impl Table {
             format!(
                 "dinah {rate:.0} MB/s, {:.1}x raw",
                 echo.as_secs_f64() / raw.as_secs_f64()
+            ),
+        );
+    }
+
+    /// The raw echo of `size` bytes (context for the payload row before
+    /// it: a floor that, like dinah's echo, sends what it received).
+    fn raw_echo_row(&mut self, size: usize, raw_echo: Duration, echo: Duration) {
+        self.row(
+            &format!("payload {}: raw echo", fmt_size(size)),
+            fmt_us(raw_echo),
+            format!(
+                "sends back what it received; dinah echo {:.2}x it",
+                echo.as_secs_f64() / raw_echo.as_secs_f64()
             ),
         );
     }

@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::{Context, Result, ensure};
 use plotters::prelude::*;
 
-use super::goals::mpi_payload;
+use super::goals::{mpi_payload, mpi_raw_echo};
 use super::results::Results;
 
 /// One line of a chart: its name and its (x, y) points, x ascending.
@@ -88,7 +88,8 @@ pub(crate) fn all(r: &Results) -> Vec<Chart<'static>> {
             y_desc: "MB/s (both directions)",
             // The `Vec<f64>` rows say so after the size.
             series: [
-                ("raw", 0usize, ""),
+                ("raw ping-pong", 0usize, ""),
+                ("raw echo", 2, ""),
                 ("dinah", 1, ""),
                 ("dinah_f64", 1, " as f64"),
                 ("dinah_f64_pair", 1, " as two f64 vectors"),
@@ -98,8 +99,11 @@ pub(crate) fn all(r: &Results) -> Vec<Chart<'static>> {
                 let points = MPI_SIZES
                     .iter()
                     .filter_map(|&(label, bytes)| {
-                        let (raw, dinah) = mpi_payload(r, &format!("{label}{kind}"))?;
-                        let t = if which == 0 { raw } else { dinah };
+                        let t = match which {
+                            0 => mpi_payload(r, &format!("{label}{kind}"))?.0,
+                            1 => mpi_payload(r, &format!("{label}{kind}"))?.1,
+                            _ => mpi_raw_echo(r, label)?,
+                        };
                         Some((bytes, 2.0 * bytes / t / 1e6))
                     })
                     .collect();
