@@ -578,11 +578,10 @@ fn raw_pingpong(
 
 /// The raw payload echo between ranks 0 and 1: each sends back the buffer
 /// it has just received into (rank 0 sends first), as dinah's echo sends
-/// the vector the previous echo returned. In [`raw_pingpong`] the sender's
-/// buffer is never written, so the receiver's single copy (Open MPI's
-/// shared-memory transport reads the sender's pages) finds it in the
-/// caches; here every message is bytes the other rank has just written.
-/// Other ranks only take part in the barrier.
+/// the vector the previous echo returned: every message is bytes the other
+/// rank has just written, where [`raw_pingpong`] sends a buffer nobody
+/// writes (which in some runs makes it much faster than this echo). Other
+/// ranks only take part in the barrier.
 fn raw_echo(world: &SimpleCommunicator, size: usize, iterations: usize) -> Duration {
     let rank = world.rank();
     let mut buffer = vec![0xa5u8; size];

@@ -33,6 +33,8 @@ impl Goal {
 struct Check {
     label: String,
     value: f64,
+    /// The value it is judged against, in the value's unit.
+    limit: f64,
     pass: bool,
 }
 
@@ -50,7 +52,14 @@ fn goal(
             goal: text,
             figure: checks
                 .iter()
-                .map(|c| format!("{} {:.2}{unit}", c.label, c.value))
+                .map(|c| {
+                    // A value that rounds to its limit gets a third
+                    // decimal: "1.30x" beside "not met" would read as a
+                    // pass.
+                    let close = format!("{:.2}", c.value) == format!("{:.2}", c.limit);
+                    let digits = if close { 3 } else { 2 };
+                    format!("{} {:.*}{unit}", c.label, digits, c.value)
+                })
                 .collect::<Vec<_>>()
                 .join(", "),
             met: Some(checks.iter().all(|c| c.pass)),
@@ -71,6 +80,7 @@ fn time_ratio(r: &Results, label: &str, num: &str, den: &str, limit: f64) -> Opt
     Some(Check {
         label: label.to_owned(),
         value,
+        limit,
         pass: value <= limit,
     })
 }
@@ -82,6 +92,7 @@ fn rate_at_least(r: &Results, label: &str, id: &str, floor: f64) -> Option<Check
     Some(Check {
         label: label.to_owned(),
         value: rate / 1e6,
+        limit: floor / 1e6,
         pass: rate >= floor,
     })
 }
@@ -93,6 +104,7 @@ fn rate_share(r: &Results, label: &str, id: &str, floor: &str, at_least: f64) ->
     Some(Check {
         label: label.to_owned(),
         value,
+        limit: at_least,
         pass: value >= at_least,
     })
 }
@@ -154,6 +166,7 @@ fn local(r: &Results) -> Vec<Goal> {
         Some(Check {
             label: format!("{w} workers"),
             value,
+            limit: 0.95,
             pass: value >= 0.95,
         })
     };
@@ -247,6 +260,7 @@ fn tcp(r: &Results) -> Vec<Goal> {
         Some(Check {
             label: format!("1 MiB, {label}"),
             value,
+            limit: 0.9,
             pass: value >= 0.9,
         })
     };
@@ -328,6 +342,7 @@ fn mpi(r: &Results) -> Vec<Goal> {
         Some(Check {
             label: kind.to_owned(),
             value,
+            limit,
             pass: value <= limit,
         })
     };
@@ -336,12 +351,14 @@ fn mpi(r: &Results) -> Vec<Goal> {
         Some(Check {
             label: kind.to_owned(),
             value: value / 1e6,
+            limit: 1.0,
             pass: value >= 1e6,
         })
     };
     let mib = mpi_payload(r, "1 MiB").map(|(raw, dinah)| Check {
         label: "1 MiB".into(),
         value: dinah / raw,
+        limit: 1.25,
         pass: dinah / raw <= 1.25,
     });
     let mut payload = goal(
@@ -425,6 +442,34 @@ mod tests {
         assert_eq!(goal.met, Some(false), "{}", goal.figure);
         assert_eq!(goal.figure, "1 MiB, pooled 0.75x, 1 MiB, inline 0.95x");
         assert_eq!(bandwidth("").met, None);
+    }
+
+    #[test]
+    fn a_figure_that_rounds_to_its_limit_shows_a_third_decimal() {
+        let judged = |inline: &str| {
+            let mut r = Results::default();
+            let text = format!(
+                "tcp_round_trip/raw_spin_ping_pong_8b time:   [6 µs 6.0478 µs 7 µs]\n\
+                 tcp_round_trip/dinah_noop_inline/1 time:   [7 µs {inline} µs 8 µs]\n"
+            );
+            r.add("tcp", &text).unwrap();
+            tcp(&r).remove(0)
+        };
+        let missed = judged("7.88");
+        assert_eq!(
+            (missed.figure.as_str(), missed.met),
+            ("inline 1.303x", Some(false))
+        );
+        let passed = judged("7.86");
+        assert_eq!(
+            (passed.figure.as_str(), passed.met),
+            ("inline 1.300x", Some(true))
+        );
+        let far = judged("9.07");
+        assert_eq!(
+            (far.figure.as_str(), far.met),
+            ("inline 1.50x", Some(false))
+        );
     }
 
     #[test]
