@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 use dinah::core::wire::{Call, Channel, Message, RelativeDeadline};
 use dinah::core::{ActionId, DomainId, ProtocolLimits, Rank, RequestId, RuntimeLimits};
 use dinah::mpi::MpiTransport;
-use dinah::mpi::mpi::topology::SimpleCommunicator;
+use dinah::mpi::mpi::topology::{Process, SimpleCommunicator};
 use dinah::mpi::mpi::traits::{Communicator, CommunicatorCollectives, Destination, Source};
 use dinah::mpi::mpi::{self, Threading};
 use dinah::std::transport::{TransportDriver, TransportEvent, TransportHandle, frame_buffers};
@@ -540,26 +540,15 @@ fn raw_pingpong(
     iterations: usize,
     hop: Option<&rayon::ThreadPool>,
 ) -> Duration {
-    let rank = world.rank();
     let send = vec![0xa5u8; size];
     let mut receive = vec![0u8; size];
     let done = Arc::new(AtomicBool::new(false));
-    world.barrier();
-    let start = Instant::now();
-    if rank <= 1 {
-        let peer = world.process_at_rank(1 - rank);
+    timed_pair(world, iterations, |rank, peer| {
         for _ in 0..iterations {
             if rank == 0 {
-                mpi::request::scope(|scope| {
-                    let received = peer.immediate_receive_into(scope, &mut receive[..]);
-                    let sent = peer.immediate_send(scope, &send[..]);
-                    complete(sent);
-                    complete(received);
-                });
+                send_and_receive(&peer, &send, &mut receive);
             } else {
-                mpi::request::scope(|scope| {
-                    complete(peer.immediate_receive_into(scope, &mut receive[..]))
-                });
+                receive_from(&peer, &mut receive);
                 if let Some(pool) = hop {
                     let finished = Arc::clone(&done);
                     pool.spawn(move || finished.store(true, Ordering::Release));
@@ -567,13 +556,10 @@ fn raw_pingpong(
                         std::thread::yield_now();
                     }
                 }
-                mpi::request::scope(|scope| complete(peer.immediate_send(scope, &send[..])));
+                send_to(&peer, &send);
             }
         }
-    }
-    let elapsed = start.elapsed();
-    world.barrier();
-    elapsed / iterations.max(1) as u32
+    })
 }
 
 /// The raw payload echo between ranks 0 and 1: each sends back the buffer
@@ -583,35 +569,61 @@ fn raw_pingpong(
 /// writes (which in some runs makes it much faster than this echo). Other
 /// ranks only take part in the barrier.
 fn raw_echo(world: &SimpleCommunicator, size: usize, iterations: usize) -> Duration {
-    let rank = world.rank();
     let mut buffer = vec![0xa5u8; size];
     // Rank 0 posts its receive before its send, as `raw_pingpong` does, so
     // it receives into a second buffer and sends that one next.
     let mut spare = vec![0u8; size];
+    timed_pair(world, iterations, |rank, peer| {
+        for _ in 0..iterations {
+            if rank == 0 {
+                send_and_receive(&peer, &buffer, &mut spare);
+                std::mem::swap(&mut buffer, &mut spare);
+            } else {
+                receive_from(&peer, &mut buffer);
+                send_to(&peer, &buffer);
+            }
+        }
+    })
+}
+
+/// Runs `exchange` on ranks 0 and 1 (given its rank and the other one)
+/// between two barriers and returns the time per iteration; other ranks
+/// only take part in the barriers.
+fn timed_pair(
+    world: &SimpleCommunicator,
+    iterations: usize,
+    exchange: impl FnOnce(mpi::Rank, Process<'_>),
+) -> Duration {
+    let rank = world.rank();
     world.barrier();
     let start = Instant::now();
     if rank <= 1 {
-        let peer = world.process_at_rank(1 - rank);
-        for _ in 0..iterations {
-            if rank == 0 {
-                mpi::request::scope(|scope| {
-                    let received = peer.immediate_receive_into(scope, &mut spare[..]);
-                    let sent = peer.immediate_send(scope, &buffer[..]);
-                    complete(sent);
-                    complete(received);
-                });
-                std::mem::swap(&mut buffer, &mut spare);
-            } else {
-                mpi::request::scope(|scope| {
-                    complete(peer.immediate_receive_into(scope, &mut buffer[..]));
-                });
-                mpi::request::scope(|scope| complete(peer.immediate_send(scope, &buffer[..])));
-            }
-        }
+        exchange(rank, world.process_at_rank(1 - rank));
     }
     let elapsed = start.elapsed();
     world.barrier();
     elapsed / iterations.max(1) as u32
+}
+
+/// One step of the calling side of a ping-pong: the receive posted before
+/// the send, then both completed.
+fn send_and_receive(peer: &Process<'_>, send: &[u8], receive: &mut [u8]) {
+    mpi::request::scope(|scope| {
+        let received = peer.immediate_receive_into(scope, receive);
+        let sent = peer.immediate_send(scope, send);
+        complete(sent);
+        complete(received);
+    });
+}
+
+/// Receives one message from `peer` into `buffer`.
+fn receive_from(peer: &Process<'_>, buffer: &mut [u8]) {
+    mpi::request::scope(|scope| complete(peer.immediate_receive_into(scope, buffer)));
+}
+
+/// Sends `buffer` to `peer`.
+fn send_to(peer: &Process<'_>, buffer: &[u8]) {
+    mpi::request::scope(|scope| complete(peer.immediate_send(scope, buffer)));
 }
 
 /// How the receiving side of [`lane_pingpong`] waits.
@@ -639,17 +651,10 @@ const ACTION: mpi::Tag = 12;
 /// receive path alone costs a round trip. Other ranks only take part in
 /// the barrier.
 fn lane_pingpong(world: &SimpleCommunicator, iterations: usize, wait: RawWait) -> Duration {
-    world.barrier();
-    let start = Instant::now();
-    if world.rank() <= 1 {
-        match wait {
-            RawWait::AsTheDriver => posted_pingpong(world, iterations),
-            RawWait::MatchedProbes => probed_pingpong(world, iterations),
-        }
-    }
-    let elapsed = start.elapsed();
-    world.barrier();
-    elapsed / iterations.max(1) as u32
+    timed_pair(world, iterations, |_, _| match wait {
+        RawWait::AsTheDriver => posted_pingpong(world, iterations),
+        RawWait::MatchedProbes => probed_pingpong(world, iterations),
+    })
 }
 
 /// [`RawWait::AsTheDriver`]. Rank 1 posts its next receive before it sends
