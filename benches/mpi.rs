@@ -190,28 +190,22 @@ fn main() -> Result<(), BoxError> {
             raw_pingpong(&world, 8, plan.pingpongs, pool.as_ref())
         })
     });
-    let raw_sweep: Vec<_> = SIZES
+    // Each size's two raw floors: the ping-pong, then the echo.
+    let (raw_sweep, echo_sweep): (Vec<_>, Vec<_>) = SIZES
         .iter()
         .map(|&size| {
             if !wanted("sweep") {
-                return Duration::ZERO;
+                return (Duration::ZERO, Duration::ZERO);
             }
-            median(plan.batches, || {
-                raw_pingpong(&world, size, plan.sweep_iterations, None)
-            })
+            let iterations = plan.sweep_iterations;
+            (
+                median(plan.batches, || {
+                    raw_pingpong(&world, size, iterations, None)
+                }),
+                median(plan.batches, || raw_echo(&world, size, iterations)),
+            )
         })
-        .collect();
-    let echo_sweep: Vec<_> = SIZES
-        .iter()
-        .map(|&size| {
-            if !wanted("sweep") {
-                return Duration::ZERO;
-            }
-            median(plan.batches, || {
-                raw_echo(&world, size, plan.sweep_iterations)
-            })
-        })
-        .collect();
+        .unzip();
     let transport_8 = wanted("transport")
         .then(|| transport_pingpong(&world, plan.batches, plan.pingpongs))
         .transpose()?;
