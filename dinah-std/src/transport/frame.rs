@@ -330,10 +330,20 @@ impl Frame {
     /// The frame's bytes copied into one new buffer.
     pub fn to_vec(&self) -> Vec<u8> {
         let mut bytes = Vec::with_capacity(self.len());
-        for part in self.wire_parts() {
-            bytes.extend_from_slice(part);
-        }
+        self.append_to(&mut bytes);
         bytes
+    }
+
+    /// Appends the frame's bytes, in order, to `out`.
+    #[inline]
+    pub fn append_to(&self, out: &mut Vec<u8>) {
+        match &self.0 {
+            // One slice: cheaper than walking the parts.
+            Repr::Whole(bytes) => out.extend_from_slice(bytes),
+            Repr::Split(_) => self
+                .wire_parts()
+                .for_each(|part| out.extend_from_slice(part)),
+        }
     }
 
     /// Do the frame's bytes equal `bytes`, however they are held?
@@ -385,6 +395,19 @@ mod tests {
         assert!(!frame.bytes_eq(b"heaxtail"));
         assert_eq!(frame.to_vec(), b"headtail");
         assert_eq!(frame.into_whole(), b"headtail");
+    }
+
+    #[test]
+    fn a_frame_appends_its_bytes_after_what_the_buffer_holds() {
+        let mut out = b">".to_vec();
+        Frame::whole(b"whole".to_vec()).append_to(&mut out);
+        Frame::with_middle(
+            b"hd".to_vec(),
+            vec![(1, b"m".to_vec().into())],
+            b"t".to_vec(),
+        )
+        .append_to(&mut out);
+        assert_eq!(out, b">wholehmdt");
     }
 
     #[test]

@@ -156,14 +156,8 @@ impl Respond {
     /// Keeps a copy of `frame` as the response of dedup slot `slot`, in
     /// one buffer.
     pub(crate) fn retain(&mut self, slot: usize, frame: &Frame) {
-        let copy = if frame.is_split() {
-            let mut parts = frame.wire_parts();
-            let mut copy = self.buffers.copy(parts.next().unwrap_or_default());
-            parts.for_each(|part| copy.extend_from_slice(part));
-            copy
-        } else {
-            self.buffers.copy(frame.head())
-        };
+        let mut copy = self.buffers.empty();
+        frame.append_to(&mut copy);
         self.cache[slot] = Some(copy);
     }
 

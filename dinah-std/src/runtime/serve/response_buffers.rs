@@ -37,9 +37,14 @@ impl ResponseBuffers {
 
     /// A copy of `bytes`, in a spare buffer if one is kept.
     pub(crate) fn copy(&mut self, bytes: &[u8]) -> Vec<u8> {
-        let mut copy = self.spare.pop().unwrap_or_default();
+        let mut copy = self.empty();
         copy.extend_from_slice(bytes);
         copy
+    }
+
+    /// An empty buffer: a spare one if one is kept.
+    pub(crate) fn empty(&mut self) -> Vec<u8> {
+        self.spare.pop().unwrap_or_default()
     }
 
     /// Takes back a buffer that is no longer needed: kept if small enough
