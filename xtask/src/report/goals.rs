@@ -38,6 +38,30 @@ struct Check {
     pass: bool,
 }
 
+impl Check {
+    /// `value` passing at or below `limit`.
+    fn at_most(label: impl Into<String>, value: f64, limit: f64) -> Self {
+        let pass = value <= limit;
+        Self {
+            label: label.into(),
+            value,
+            limit,
+            pass,
+        }
+    }
+
+    /// `value` passing at or above `limit`.
+    fn at_least(label: impl Into<String>, value: f64, limit: f64) -> Self {
+        let pass = value >= limit;
+        Self {
+            label: label.into(),
+            value,
+            limit,
+            pass,
+        }
+    }
+}
+
 /// Builds a goal from checks; `None` values make it unmeasured.
 fn goal(
     area: &'static str,
@@ -77,36 +101,21 @@ fn goal(
 /// `limit`.
 fn time_ratio(r: &Results, label: &str, num: &str, den: &str, limit: f64) -> Option<Check> {
     let value = r.time(num)? / r.time(den)?;
-    Some(Check {
-        label: label.to_owned(),
-        value,
-        limit,
-        pass: value <= limit,
-    })
+    Some(Check::at_most(label, value, limit))
 }
 
 /// Actions per second of a criterion row timed per action, passing at or
 /// above `floor`; the value is reported in millions.
 fn rate_at_least(r: &Results, label: &str, id: &str, floor: f64) -> Option<Check> {
     let rate = 1.0 / r.time(id)?;
-    Some(Check {
-        label: label.to_owned(),
-        value: rate / 1e6,
-        limit: floor / 1e6,
-        pass: rate >= floor,
-    })
+    Some(Check::at_least(label, rate / 1e6, floor / 1e6))
 }
 
 /// The rate of criterion row `id` as a share of row `floor`'s rate (both
 /// timed per item), passing at or above `at_least`.
 fn rate_share(r: &Results, label: &str, id: &str, floor: &str, at_least: f64) -> Option<Check> {
     let value = r.time(floor)? / r.time(id)?;
-    Some(Check {
-        label: label.to_owned(),
-        value,
-        limit: at_least,
-        pass: value >= at_least,
-    })
+    Some(Check::at_least(label, value, at_least))
 }
 
 /// A time from the MPI table's row `first` (its first value cell).
@@ -163,12 +172,7 @@ fn local(r: &Results) -> Vec<Goal> {
         let sequential = r.time("cpu-1m-x256/sequential")?;
         let time = r.time(&format!("cpu-1m-x256/dinah-domain-batch/{w}"))?;
         let value = sequential / (f64::from(w).min(cores) * time);
-        Some(Check {
-            label: format!("{w} workers"),
-            value,
-            limit: 0.95,
-            pass: value >= 0.95,
-        })
+        Some(Check::at_least(format!("{w} workers"), value, 0.95))
     };
     vec![
         goal(
@@ -257,12 +261,7 @@ fn tcp(r: &Results) -> Vec<Goal> {
     // no pool hop, and the pooled echo is the row the goal was set on.
     let bandwidth = |label: &str, series: &str| {
         let value = floor? / r.time(&format!("tcp_payload/{series}/{mib}"))?;
-        Some(Check {
-            label: format!("1 MiB, {label}"),
-            value,
-            limit: 0.9,
-            pass: value >= 0.9,
-        })
+        Some(Check::at_least(format!("1 MiB, {label}"), value, 0.9))
     };
     vec![
         goal(
@@ -339,28 +338,14 @@ fn mpi(r: &Results) -> Vec<Goal> {
     let round_trip = |kind: &str, limit: f64| {
         let raw = raw?;
         let value = mpi_time(r, &format!("dinah no-op round trip, 1 in flight, {kind}"))? / raw;
-        Some(Check {
-            label: kind.to_owned(),
-            value,
-            limit,
-            pass: value <= limit,
-        })
+        Some(Check::at_most(kind, value, limit))
     };
     let rate = |kind: &str| {
         let value = mpi_rate(r, kind)?;
-        Some(Check {
-            label: kind.to_owned(),
-            value: value / 1e6,
-            limit: 1.0,
-            pass: value >= 1e6,
-        })
+        Some(Check::at_least(kind, value / 1e6, 1.0))
     };
-    let mib = mpi_payload(r, "1 MiB").map(|(raw, dinah)| Check {
-        label: "1 MiB".into(),
-        value: dinah / raw,
-        limit: 1.25,
-        pass: dinah / raw <= 1.25,
-    });
+    let mib =
+        mpi_payload(r, "1 MiB").map(|(raw, dinah)| Check::at_most("1 MiB", dinah / raw, 1.25));
     let mut payload = goal(
         "MPI",
         "a 1 MiB echo within 1.25x the raw ping-pong",
