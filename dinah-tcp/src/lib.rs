@@ -128,7 +128,7 @@
 //!   blocking and without a thread hand-off: it takes the handle's frames
 //!   (control first) and writes them with vectored `sendmsg` calls of up
 //!   to 64 frames. Under load many frames leave per system call; with one
-//!   frame in flight it leaves at once.
+//!   frame in flight it leaves at once, in a plain `send`.
 //! - **Failures**: end of stream without a goodbye, a reset, or an invalid
 //!   frame marks the peer down on the handle, closes both its connections,
 //!   returns its unwritten frames as `SendFailed`, and reports `PeerDown`

@@ -70,8 +70,8 @@ impl Outbox {
     /// Writes queued frames to `stream` without blocking, up to about
     /// `max_bytes`, gathering up to 64 slices per `sendmsg` (a split
     /// frame's parts are written from their own buffers; a lone whole
-    /// frame, the usual answer or request, is one slice written without
-    /// filling the gathering array). Each frame taken from the handle is
+    /// frame, the usual answer or request, is one slice written with
+    /// `send`, without filling the gathering array). Each frame taken from the handle is
     /// completed on `handle` once fully written.
     ///
     /// # Errors

@@ -77,15 +77,23 @@ pub(crate) fn configure(stream: &TcpStream, keepalive: Option<Duration>) -> io::
 }
 
 /// Writes as much of `bufs` as the socket takes right now, without
-/// blocking.
+/// blocking: one slice with `send`, several with a gathering `sendmsg`.
+/// A lone slice (the usual single answer or request) skips `sendmsg`'s
+/// message header and vector, which the kernel would copy in and walk on
+/// every call.
 ///
 /// # Errors
 ///
 /// `WouldBlock` when the socket's send buffer is full, or the error of
 /// the connection (`BrokenPipe`, `ConnectionReset`...).
 pub(crate) fn send_nonblocking(stream: &TcpStream, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+    let socket = SockRef::from(stream);
     loop {
-        match SockRef::from(stream).send_vectored_with_flags(bufs, SEND_FLAGS) {
+        let sent = match bufs {
+            [one] => socket.send_with_flags(one, SEND_FLAGS),
+            _ => socket.send_vectored_with_flags(bufs, SEND_FLAGS),
+        };
+        match sent {
             Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
             other => return other,
         }
@@ -179,22 +187,47 @@ mod tests {
 
     use super::*;
 
+    /// `data` as one slice (written with `send`) and as two (`sendmsg`).
+    fn both_shapes(data: &[u8]) -> [Vec<IoSlice<'_>>; 2] {
+        let (head, tail) = data.split_at(data.len() / 2);
+        [
+            vec![IoSlice::new(data)],
+            vec![IoSlice::new(head), IoSlice::new(tail)],
+        ]
+    }
+
+    #[test]
+    fn one_slice_and_several_arrive_alike() {
+        let (client, mut server) = loopback_pair();
+        let data: Vec<u8> = (0..=255).collect();
+        for bufs in both_shapes(&data) {
+            // A small write into an empty socket buffer goes out whole.
+            assert_eq!(send_nonblocking(&client, &bufs).unwrap(), data.len());
+            let mut got = vec![0u8; data.len()];
+            server.read_exact(&mut got).unwrap();
+            assert_eq!(got, data);
+        }
+    }
+
     #[test]
     fn a_full_socket_refuses_instead_of_blocking() {
         let (client, server) = loopback_pair();
         configure(&client, Some(Duration::from_secs(10))).unwrap();
         assert!(client.nodelay().unwrap());
         assert!(SockRef::from(&client).keepalive().unwrap());
-        // Nobody reads `server`: the buffers fill, then the write refuses.
+        // Nobody reads `server`: the buffers fill, then the write refuses,
+        // whether it is one slice or several.
         let chunk = vec![7u8; 1 << 16];
         let mut written = 0usize;
-        let error = loop {
-            match send_nonblocking(&client, &[IoSlice::new(&chunk)]) {
-                Ok(n) => written += n,
-                Err(error) => break error,
-            }
-        };
-        assert_eq!(error.kind(), io::ErrorKind::WouldBlock);
+        for bufs in both_shapes(&chunk) {
+            let error = loop {
+                match send_nonblocking(&client, &bufs) {
+                    Ok(n) => written += n,
+                    Err(error) => break error,
+                }
+            };
+            assert_eq!(error.kind(), io::ErrorKind::WouldBlock);
+        }
         assert!(written > 0);
         // The socket itself is still blocking: a read waits for data.
         let late = std::thread::spawn(move || {
@@ -213,19 +246,21 @@ mod tests {
         let (client, server) = loopback_pair();
         drop(server);
         let data = [1u8; 1024];
-        let error = loop {
-            if let Err(error) = send_nonblocking(&client, &[IoSlice::new(&data)]) {
-                break error;
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        };
-        assert!(
-            matches!(
-                error.kind(),
-                io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset
-            ),
-            "{error:?}"
-        );
+        for bufs in both_shapes(&data) {
+            let error = loop {
+                if let Err(error) = send_nonblocking(&client, &bufs) {
+                    break error;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            };
+            assert!(
+                matches!(
+                    error.kind(),
+                    io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset
+                ),
+                "{error:?}"
+            );
+        }
     }
 
     #[test]
