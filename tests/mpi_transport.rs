@@ -703,9 +703,11 @@ fn an_oversized_announcement_is_a_protocol_violation(world: &SimpleCommunicator)
 
 /// Every rank sends the next around the ring frames held in parts: a
 /// head with two middle parts (eight-byte numbers, then bytes) and a tail
-/// of numbers, and one whose last segment is in its head. Each arrives as
-/// its bytes, every part in a buffer of its own at its place, numbers in
-/// their width, and nothing stays counted as retained.
+/// of numbers, one whose last segment is in its head, and one whose parts
+/// are long enough to travel in pieces (odd lengths, so a piece of
+/// numbers ends inside a number). Each arrives as its bytes, every part in
+/// a buffer of its own at its place, numbers in their width, and nothing
+/// stays counted as retained.
 fn frames_in_parts_arrive_in_parts(world: &SimpleCommunicator) {
     let (me, _) = rank_of(world);
     let (handle, mut driver) = connect_bare(world, HandleConfig::default());
@@ -719,7 +721,14 @@ fn frames_in_parts_arrive_in_parts(world: &SimpleCommunicator) {
             Frame::with_middle(pattern(sender, 0, 100), middle, Tail::from_numbers(tail));
         let middle = vec![(0, Tail::from(pattern(sender, 2, 66_000)))];
         let without = Frame::with_middle(pattern(sender, 3, 10), middle, Vec::new());
-        [with_tail, without]
+        let long_numbers: Vec<u32> = (0..150_001).map(|i| i * 7 + sender).collect();
+        let middle = vec![(5, Tail::from(pattern(sender, 4, 600_001)))];
+        let long = Frame::with_middle(
+            pattern(sender, 5, 30),
+            middle,
+            Tail::from_numbers(long_numbers),
+        );
+        [with_tail, without, long]
     };
     for frame in sent(me) {
         handle
@@ -734,7 +743,7 @@ fn frames_in_parts_arrive_in_parts(world: &SimpleCommunicator) {
                 frames.push(frame);
             }
         }
-        frames.len() == 2
+        frames.len() == 3
     });
     let expected = sent(previous.get());
     for (got, want) in frames.iter_mut().zip(&expected) {
@@ -764,8 +773,12 @@ fn frames_in_parts_arrive_in_parts(world: &SimpleCommunicator) {
 /// half as long as announced, which arrives as the bytes received (so the
 /// runtime's length checks see what came). Then one whose head is shorter
 /// than announced, with a middle part placed past it, which arrives with
-/// every byte received and nothing placed past its head. Nothing stays
-/// counted as retained once the frames are handed out.
+/// every byte received and nothing placed past its head. Then one whose
+/// tail is announced long enough to be received in pieces and is shorter
+/// than announced, so the sender's pieces are not the receiver's: it
+/// arrives with the bytes up to the first piece that came short, none
+/// past them. Nothing stays counted as retained once the frames are
+/// handed out.
 fn a_tail_of_numbers_arrives_in_its_width_or_as_received(world: &SimpleCommunicator) {
     let (me, size) = rank_of(world);
     if size < 2 {
@@ -777,6 +790,8 @@ fn a_tail_of_numbers_arrives_in_its_width_or_as_received(world: &SimpleCommunica
     let head = pattern(1, 0, 200);
     let whole = pattern(1, 1, 80_000);
     let short = pattern(1, 2, 40_000);
+    // Sent as two pieces of 300,000 bytes into receives of 450,000 each.
+    let cut = pattern(1, 3, 600_000);
     if me == 1 {
         for tail in [&whole, &short] {
             let parts = (&head[..], &tail[..]);
@@ -789,6 +804,8 @@ fn a_tail_of_numbers_arrives_in_its_width_or_as_received(world: &SimpleCommunica
         ];
         let parts: [&[u8]; 2] = [&short, &whole];
         driver.send_parts_for_tests(zero, Channel::Action, (200, &head[..100]), &places, &parts);
+        let parts = (&head[..], &cut[..]);
+        driver.send_split_for_tests(zero, Channel::Action, parts, 900_000, TailWidth::Eight);
     }
     if me == 0 {
         let mut frames = Vec::new();
@@ -799,8 +816,16 @@ fn a_tail_of_numbers_arrives_in_its_width_or_as_received(world: &SimpleCommunica
                     frames.push(frame);
                 }
             }
-            frames.len() == 3
+            frames.len() == 4
         });
+        let cut_short = &frames[3];
+        assert_eq!(cut_short.head(), head, "rank 0: the head");
+        assert_eq!(
+            cut_short.tail(),
+            &cut[..300_000],
+            "rank 0: the first piece, nothing after it"
+        );
+        assert_eq!(cut_short.tail_width(), TailWidth::One);
         // Every byte received, the middle part at the short head's end
         // (the runtime refuses it: its parts do not match its table).
         let lying = &frames[2];

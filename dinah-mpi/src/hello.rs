@@ -40,10 +40,11 @@ use crate::tags::Stream;
 
 /// The version of the MPI transport's own framing (see the module docs).
 /// It changes whenever a change to this crate would make two builds
-/// misread each other's messages. Version 2 is the one of the posted
+/// misread each other's messages. Version 2 was the one of the posted
 /// receives: batches of at most 3,968 bytes on a lane's tag, longer frames
-/// announced there and sent on the lane's large tag.
-pub(crate) const FRAMING_VERSION: u32 = 2;
+/// announced there and sent on the lane's large tag. Version 3 sends the
+/// long messages of a large tag in pieces (`pieces.rs`).
+pub(crate) const FRAMING_VERSION: u32 = 3;
 
 /// The length of a hello message: the record, the session number and the
 /// framing version.

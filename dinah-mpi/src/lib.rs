@@ -73,6 +73,7 @@ mod hello;
 mod large;
 mod owned;
 mod peers;
+mod pieces;
 mod pool;
 mod posted;
 mod receive;

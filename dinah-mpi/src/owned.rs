@@ -13,7 +13,9 @@
 //! is posted into a buffer's spare capacity instead of a zeroed one
 //! ([`OwnedRequest::post_spare`]): MPI writes the bytes, and the vector is
 //! rebuilt at the length MPI reports, so no byte is written twice and
-//! none is read before MPI wrote it.
+//! none is read before MPI wrote it. A long message is received in pieces
+//! (`pieces.rs`), one request per range of the buffer; the receive is
+//! complete when all of them are.
 //!
 //! A request that never completes (its peer stopped receiving, the
 //! transport closed first) is never waited for: dropping an
@@ -27,16 +29,17 @@ use std::mem::{ManuallyDrop, MaybeUninit};
 use dinah_std::transport::Tail;
 use std::ptr::NonNull;
 
+use mpi::Tag;
 use mpi::datatype::Equivalence;
 use mpi::point_to_point::{Message, Source, Status};
-use mpi::raw::AsRaw;
 use mpi::request::{Request, StaticScope};
-use mpi::topology::{AsCommunicator, Process};
-use mpi::{Count, Tag, ffi};
+use mpi::topology::Process;
+
+use crate::pieces::{Received, Receiving};
 
 /// An MPI request over a lent buffer: the buffer is typed as possibly
 /// uninitialised bytes, which every lent buffer may be viewed as.
-type Pending = Request<'static, [MaybeUninit<u8>], StaticScope>;
+pub(crate) type Pending = Request<'static, [MaybeUninit<u8>], StaticScope>;
 
 /// A `Vec<u8>` lent to MPI, kept as its raw parts.
 ///
@@ -158,13 +161,14 @@ impl Lent {
     }
 }
 
-/// An incomplete MPI receive plus the lent buffer it writes into.
+/// An incomplete MPI receive plus the lent buffer it writes into (one
+/// request, or one per piece of a long message: see `pieces.rs`).
 ///
 /// Invariant: while `request` is `Some`, MPI may write the buffer, nothing
 /// else references it, and it is not freed; once it is `None` the buffer
 /// has been rebuilt into its vector and handed out (exactly once).
 pub(crate) struct OwnedRequest {
-    request: Option<(Pending, Lent)>,
+    request: Option<(Receiving, Lent)>,
     /// The buffer's capacity: what it occupies, whatever the message's
     /// length.
     capacity: usize,
@@ -199,7 +203,7 @@ impl OwnedRequest {
         let data: &'static mut [u8] = unsafe { buffer.as_static_mut() };
         let request = erased(message.immediate_matched_receive_into(StaticScope, data));
         Self {
-            request: Some((request, buffer)),
+            request: Some((Receiving::One(request), buffer)),
             capacity,
             cancelled: false,
         }
@@ -225,49 +229,49 @@ impl OwnedRequest {
         let data: &'static mut [u8] = unsafe { buffer.as_static_mut() };
         let request = erased(source.immediate_receive_into_with_tag(StaticScope, data, tag));
         Self {
-            request: Some((request, buffer)),
+            request: Some((Receiving::One(request), buffer)),
             capacity,
             cancelled: false,
         }
     }
 
-    /// Starts an immediate receive of the next message with `tag` from
-    /// `process` into the first `len` bytes of `buffer`'s capacity,
-    /// without writing them first: MPI writes what it receives, and the
-    /// buffer comes back at the length received.
+    /// Starts receiving the next long message with `tag` from `process`
+    /// into `buffer`, whose length is the message's, in pieces if it is
+    /// that long (see `pieces.rs`).
     ///
     /// # Panics
     ///
-    /// If `buffer`'s capacity is under `len`, or `len` is past what an MPI
-    /// count holds.
+    /// If a piece is past what an MPI count holds.
+    pub(crate) fn post_pieces(process: &Process<'_>, tag: Tag, buffer: Vec<u8>) -> Self {
+        let capacity = buffer.capacity();
+        let mut buffer = Lent::new(buffer);
+        // SAFETY: as in `receive`; MPI writes only received bytes, which
+        // are initialised, into these initialised ones.
+        let data: &'static mut [MaybeUninit<u8>] = unsafe { buffer.as_static_uninit() };
+        Self {
+            request: Some((Receiving::start(process, tag, data), buffer)),
+            capacity,
+            cancelled: false,
+        }
+    }
+
+    /// Starts receiving the next long message with `tag` from `process`
+    /// into the first `len` bytes of `buffer`'s capacity (in pieces if it
+    /// is that long, see `pieces.rs`), without writing them first: MPI
+    /// writes what it receives, and the buffer comes back at the length
+    /// received.
+    ///
+    /// # Panics
+    ///
+    /// If `buffer`'s capacity is under `len`, or a piece is past what an
+    /// MPI count holds.
     pub(crate) fn post_spare(process: &Process<'_>, tag: Tag, buffer: Vec<u8>, len: usize) -> Self {
         let capacity = buffer.capacity();
-        let count = Count::try_from(len).expect("a frame's length fits an MPI count");
         let mut buffer = Lent::spare(buffer, len);
         // SAFETY: as in `receive`.
         let data: &'static mut [MaybeUninit<u8>] = unsafe { buffer.as_static_uninit() };
-        // SAFETY: `MPI_REQUEST_NULL` is a constant MPI provides.
-        let mut raw = unsafe { ffi::RSMPI_REQUEST_NULL };
-        // SAFETY: MPI writes at most `count` bytes (`u8`s) into `data`,
-        // which holds `count` of them and stays allocated and otherwise
-        // untouched until the request completes (see `Lent` and the type's
-        // invariant); the communicator and rank come from a live process.
-        unsafe {
-            ffi::MPI_Irecv(
-                data.as_mut_ptr().cast(),
-                count,
-                u8::equivalent_datatype().as_raw(),
-                process.rank(),
-                tag,
-                process.as_communicator().as_raw(),
-                &raw mut raw,
-            );
-        }
-        // SAFETY: `raw` is the request just started over `data`, owned by
-        // nothing else.
-        let request = unsafe { Request::from_raw(raw, &*data, StaticScope) };
         Self {
-            request: Some((request, buffer)),
+            request: Some((Receiving::start(process, tag, data), buffer)),
             capacity,
             cancelled: false,
         }
@@ -288,28 +292,27 @@ impl OwnedRequest {
     /// long it is (the buffer keeps the length it was posted with, or for
     /// [`post_spare`](Self::post_spare) the length received).
     pub(crate) fn test_arrival(&mut self) -> Option<Arrival> {
-        let (request, buffer) = self.request.take()?;
-        match request.test() {
-            Ok(status) => {
-                let len = received_len(&status);
+        let (receiving, buffer) = self.request.take()?;
+        match receiving.test() {
+            Ok(Received { source, len }) => {
                 // A cancelled receive may have written nothing. A failed one
                 // never completes: errors on the transport's communicator
                 // end the job (see `comm.rs`).
                 let written = if self.cancelled { 0 } else { len };
                 Some(Arrival {
-                    // SAFETY: MPI completed the request and `test` consumed
-                    // it, together with its borrow of the buffer, so nothing
-                    // refers to the buffer any more; `into_vec` consumes the
-                    // `Lent`, so neither a later `test` nor `Drop` touches
-                    // it. A receive that was not cancelled wrote the `len`
-                    // bytes its status reports.
+                    // SAFETY: MPI completed every request of the receive and
+                    // `test` consumed them, together with their borrows of
+                    // the buffer, so nothing refers to the buffer any more;
+                    // `into_vec` consumes the `Lent`, so neither a later
+                    // `test` nor `Drop` touches it. A receive that was not
+                    // cancelled wrote the first `len` bytes (`Received`).
                     buffer: unsafe { buffer.into_vec(written) },
-                    source: status.source_rank(),
+                    source,
                     len,
                 })
             }
-            Err(request) => {
-                self.request = Some((request, buffer));
+            Err(receiving) => {
+                self.request = Some((receiving, buffer));
                 None
             }
         }
@@ -319,9 +322,9 @@ impl OwnedRequest {
     /// has to be tested to completion, after which its buffer holds
     /// nothing or, if the cancellation came too late, a message.
     pub(crate) fn cancel(&mut self) {
-        if let Some((request, _)) = &self.request {
+        if let Some((receiving, _)) = &self.request {
             self.cancelled = true;
-            request.cancel();
+            receiving.cancel();
         }
     }
 
@@ -358,12 +361,12 @@ pub(crate) fn received_len(status: &Status) -> usize {
 
 impl Drop for OwnedRequest {
     fn drop(&mut self) {
-        if let Some((request, _buffer)) = self.request.take() {
+        if let Some((receiving, _buffer)) = self.request.take() {
             // Still in MPI's hands: dropping a `Request` panics and waiting
-            // could block forever, so the request is forgotten and its
+            // could block forever, so the requests are forgotten and the
             // buffer leaked (`Lent` has no `Drop`); it stays valid for as
             // long as MPI might use it.
-            std::mem::forget(request);
+            receiving.forget();
         }
     }
 }
@@ -376,15 +379,15 @@ impl Drop for OwnedRequest {
 /// (`ManuallyDrop`: dropping the request leaks the buffer, which stays
 /// valid for whatever MPI may still do with it).
 pub(crate) struct NumbersRequest {
-    request: Option<(Pending, ManuallyDrop<Tail>)>,
+    request: Option<(Receiving, ManuallyDrop<Tail>)>,
     /// The buffer's capacity in bytes.
     capacity: usize,
 }
 
 impl NumbersRequest {
-    /// Starts an immediate receive of the next message with `tag` from
-    /// `process` into `tail`'s bytes (all of them: a tail sized for the
-    /// message).
+    /// Starts receiving the next message with `tag` from `process` into
+    /// `tail`'s bytes (all of them: a tail sized for the message), in
+    /// pieces if it is that long (see `pieces.rs`).
     pub(crate) fn post(process: &Process<'_>, tag: Tag, mut tail: Tail) -> Self {
         let capacity = tail.capacity();
         let bytes = tail.as_bytes_mut();
@@ -393,11 +396,15 @@ impl NumbersRequest {
         // neither referenced nor freed until `test` takes it back after
         // MPI completed the receive (see the type's invariant); this
         // exclusive slice is the only reference to the bytes meanwhile.
-        let data: &'static mut [u8] =
-            unsafe { std::slice::from_raw_parts_mut(bytes.as_mut_ptr(), bytes.len()) };
-        let request = erased(process.immediate_receive_into_with_tag(StaticScope, data, tag));
+        // They are viewed as possibly uninitialised bytes, which `u8`s may
+        // be; MPI writes only received bytes, which are initialised.
+        let data: &'static mut [MaybeUninit<u8>] =
+            unsafe { std::slice::from_raw_parts_mut(bytes.as_mut_ptr().cast(), bytes.len()) };
         Self {
-            request: Some((request, ManuallyDrop::new(tail))),
+            request: Some((
+                Receiving::start(process, tag, data),
+                ManuallyDrop::new(tail),
+            )),
             capacity,
         }
     }
@@ -407,12 +414,11 @@ impl NumbersRequest {
     /// comes back as the bytes received, so the frame's length checks see
     /// what arrived.
     pub(crate) fn test(&mut self) -> Option<Tail> {
-        let (request, tail) = self.request.take()?;
-        match request.test() {
-            Ok(status) => {
-                let len = received_len(&status);
-                // MPI completed the receive and `test` consumed the request
-                // with its borrow of the bytes: the tail is ours again.
+        let (receiving, tail) = self.request.take()?;
+        match receiving.test() {
+            Ok(Received { len, .. }) => {
+                // MPI completed the receive and `test` consumed its requests
+                // with their borrows of the bytes: the tail is ours again.
                 let tail = ManuallyDrop::into_inner(tail);
                 if len == tail.len() {
                     Some(tail)
@@ -420,8 +426,8 @@ impl NumbersRequest {
                     Some(Tail::from(tail.as_bytes()[..len.min(tail.len())].to_vec()))
                 }
             }
-            Err(request) => {
-                self.request = Some((request, tail));
+            Err(receiving) => {
+                self.request = Some((receiving, tail));
                 None
             }
         }
@@ -440,10 +446,10 @@ impl NumbersRequest {
 
 impl Drop for NumbersRequest {
     fn drop(&mut self) {
-        if let Some((request, _tail)) = self.request.take() {
+        if let Some((receiving, _tail)) = self.request.take() {
             // As for `OwnedRequest`: forgotten, its buffer leaked
             // (`ManuallyDrop`).
-            std::mem::forget(request);
+            receiving.forget();
         }
     }
 }

@@ -258,7 +258,7 @@ impl Receives {
         let source = i32::try_from(from.get()).expect("ranks of an MPI communicator fit an i32");
         let process = comm.process_at_rank(source);
         let tag = stream.large().tag();
-        let request = OwnedRequest::post(&process, tag, pool.take_len(len));
+        let request = OwnedRequest::post_pieces(&process, tag, pool.take_len(len));
         // Each part becomes a decoded value: a spare large buffer of this
         // thread that holds it when there is one (a large frame this rank
         // sent earlier, whose pages are already mapped), else a new one of

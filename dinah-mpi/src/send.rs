@@ -44,6 +44,7 @@ use mpi::topology::SimpleCommunicator;
 use mpi::traits::{Communicator, Destination};
 
 use crate::owned::Lent;
+use crate::pieces::pieces;
 use crate::pool::BufferPool;
 use crate::tags::Stream;
 
@@ -133,21 +134,55 @@ impl Held {
 
 /// What a send in flight owns besides its request.
 #[derive(Debug)]
-struct InFlight {
-    /// The lent buffer MPI reads from.
+enum InFlight {
+    /// A whole message.
+    Whole {
+        /// The lent buffer MPI reads from.
+        buffer: Held,
+        to: Rank,
+        kind: SendKind,
+    },
+    /// A piece of a long message (see `pieces.rs`), whose buffer and
+    /// accounting its [`Group`] holds.
+    Piece {
+        /// Its group's [`Group::id`].
+        group: u64,
+        to: Rank,
+    },
+}
+
+impl InFlight {
+    fn to(&self) -> Rank {
+        match self {
+            Self::Whole { to, .. } | Self::Piece { to, .. } => *to,
+        }
+    }
+}
+
+/// A long message sent in pieces: its buffer, released once every piece's
+/// send completed.
+#[derive(Debug)]
+struct Group {
+    id: u64,
     buffer: Held,
-    to: Rank,
     kind: SendKind,
+    /// Pieces whose sends have not completed.
+    left: usize,
 }
 
 /// Every send this driver posted and MPI has not completed yet.
 ///
-/// Invariant: `requests[i]` is the live request of the send whose buffer
-/// is `entries[i].buffer`; MPI may read that buffer until the request
-/// completes, and nothing frees it before.
+/// Invariant: `requests[i]` is the live request of the send
+/// `entries[i]`, which reads its own buffer or a range of its group's;
+/// MPI may read that buffer until the request (for a group, every one of
+/// its requests) completes, and nothing frees it before.
 pub(crate) struct Sends {
     requests: Vec<MPI_Request>,
     entries: Vec<InFlight>,
+    /// The long messages in flight in pieces (few at a time).
+    groups: Vec<Group>,
+    /// The next group's ID.
+    next_group: u64,
     /// Scratch for `MPI_Testsome`.
     indices: Vec<c_int>,
     statuses: Vec<MaybeUninit<MPI_Status>>,
@@ -173,6 +208,8 @@ impl Sends {
         Self {
             requests: Vec::with_capacity(capacity),
             entries: Vec::with_capacity(capacity),
+            groups: Vec::new(),
+            next_group: 0,
             indices: Vec::with_capacity(capacity),
             statuses: Vec::with_capacity(capacity),
             frames: [0; 2],
@@ -182,7 +219,8 @@ impl Sends {
     }
 
     /// Posts an immediate (standard mode) send of `bytes` to `to` on
-    /// `stream`.
+    /// `stream`; on a large tag, a long message as one send per piece
+    /// (see `pieces.rs`), posted in order.
     pub(crate) fn post(
         &mut self,
         comm: &SimpleCommunicator,
@@ -194,19 +232,41 @@ impl Sends {
         let buffer = Held::new(bytes.into());
         let len = buffer.len() as u64;
         let dest = i32::try_from(to.get()).expect("ranks of an MPI communicator fit an i32");
+        let process = comm.process_at_rank(dest);
         // SAFETY: the buffer is rebuilt (and maybe freed) only by
-        // `complete`, after MPI reported this send complete, and leaked by
-        // `abandon` otherwise, so the `'static` borrow never dangles.
-        // Nothing writes it while the send is in flight.
+        // `complete`, after MPI reported this send (every piece's) complete,
+        // and leaked by `abandon` otherwise, so the `'static` borrow never
+        // dangles. Nothing writes it while the send is in flight.
         let data: &'static [u8] = unsafe { buffer.as_static() };
-        let request =
-            comm.process_at_rank(dest)
-                .immediate_send_with_tag(StaticScope, data, stream.tag());
-        // SAFETY: `into_raw` requires the request to be completed within
-        // its scope's lifetime: the scope is `'static`, and the request is
-        // completed by `MPI_Testsome` in `complete` or abandoned with its
-        // buffer leaked, which keeps every buffer it reads valid forever.
-        let (raw, _, StaticScope) = unsafe { request.into_raw() };
+        let send = |data: &'static [u8]| {
+            let request = process.immediate_send_with_tag(StaticScope, data, stream.tag());
+            // SAFETY: `into_raw` requires the request to be completed within
+            // its scope's lifetime: the scope is `'static`, and the request
+            // is completed by `MPI_Testsome` in `complete` or abandoned with
+            // its buffer leaked, which keeps every buffer it reads valid
+            // forever.
+            let (raw, _, StaticScope) = unsafe { request.into_raw() };
+            raw
+        };
+        let ranges = pieces(data.len());
+        if stream.is_large() && ranges.len() > 1 {
+            let group = self.next_group;
+            self.next_group += 1;
+            let left = ranges.len();
+            for range in ranges {
+                self.requests.push(send(&data[range]));
+                self.entries.push(InFlight::Piece { group, to });
+            }
+            self.groups.push(Group {
+                id: group,
+                buffer,
+                kind,
+                left,
+            });
+        } else {
+            self.requests.push(send(data));
+            self.entries.push(InFlight::Whole { buffer, to, kind });
+        }
         match kind {
             SendKind::Frames {
                 channel, frames, ..
@@ -216,8 +276,6 @@ impl Sends {
                 self.internal_bytes += len;
             }
         }
-        self.requests.push(raw);
-        self.entries.push(InFlight { buffer, to, kind });
     }
 
     /// Tests every send in flight with one `MPI_Testsome` and releases
@@ -254,14 +312,29 @@ impl Sends {
             let index =
                 usize::try_from(self.indices[i]).expect("MPI reports indices below the count");
             let _ = self.requests.swap_remove(index);
-            let entry = self.entries.swap_remove(index);
-            let len = entry.buffer.len();
-            self.release(entry.kind, len, handle, true);
-            // SAFETY: MPI completed the request that read this buffer (it
-            // is now the null request and was removed), so nothing refers
-            // to the buffer any more; its entry is removed here, so it is
-            // released exactly once.
-            unsafe { entry.buffer.release(pool) };
+            let (buffer, kind) = match self.entries.swap_remove(index) {
+                InFlight::Whole { buffer, kind, .. } => (buffer, kind),
+                InFlight::Piece { group, .. } => {
+                    let at = self
+                        .groups
+                        .iter()
+                        .position(|g| g.id == group)
+                        .expect("a piece's group stays until its last piece completes");
+                    self.groups[at].left -= 1;
+                    if self.groups[at].left > 0 {
+                        continue;
+                    }
+                    let Group { buffer, kind, .. } = self.groups.swap_remove(at);
+                    (buffer, kind)
+                }
+            };
+            self.release(kind, buffer.len(), handle, true);
+            // SAFETY: MPI completed the request that read this buffer (for
+            // a group, the last of its requests: every other one completed
+            // earlier), each now the null request and removed, so nothing
+            // refers to the buffer any more; its entry (or group) is
+            // removed here, so it is released exactly once.
+            unsafe { buffer.release(pool) };
         }
         done
     }
@@ -295,7 +368,10 @@ impl Sends {
 
     /// Messages to `peer` still in flight.
     pub(crate) fn pending_to(&self, peer: Rank) -> u64 {
-        self.entries.iter().filter(|entry| entry.to == peer).count() as u64
+        self.entries
+            .iter()
+            .filter(|entry| entry.to() == peer)
+            .count() as u64
     }
 
     /// Is nothing in flight?
@@ -309,13 +385,21 @@ impl Sends {
     pub(crate) fn abandon(&mut self, handle: &TransportHandle) -> Abandoned {
         let mut left = Abandoned::default();
         self.requests.clear();
+        let groups = std::mem::take(&mut self.groups).into_iter();
+        let groups = groups.map(|group| (group.buffer, group.kind));
         for entry in std::mem::take(&mut self.entries) {
-            let len = entry.buffer.len();
             left.requests += 1;
-            left.bytes += len as u64;
-            self.release(entry.kind, len, handle, false);
-            // The buffer stays leaked: MPI may still read it.
+            if let InFlight::Whole { buffer, kind, .. } = entry {
+                left.bytes += buffer.len() as u64;
+                self.release(kind, buffer.len(), handle, false);
+            }
         }
+        for (buffer, kind) in groups {
+            left.bytes += buffer.len() as u64;
+            self.release(kind, buffer.len(), handle, false);
+        }
+        // The buffers stay leaked (`Held` frees nothing when dropped): MPI
+        // may still read them.
         left
     }
 }

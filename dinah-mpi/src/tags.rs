@@ -64,6 +64,12 @@ impl Stream {
         }
     }
 
+    /// Is this a lane's large tag (whose long messages travel in pieces,
+    /// see `pieces.rs`)?
+    pub(crate) const fn is_large(self) -> bool {
+        matches!(self, Self::LargeControl | Self::LargeAction)
+    }
+
     /// The stream carrying `channel`'s frames.
     pub(crate) const fn of(channel: Channel) -> Self {
         match channel {

@@ -78,9 +78,11 @@ impl MpiDriver {
         let process = self.comm.get().process_at_rank(dest);
         let stream = Stream::of(channel);
         process.send_with_tag(&announcement[..], stream.tag());
-        process.send_with_tag(head, stream.large().tag());
-        for part in parts {
-            process.send_with_tag(*part, stream.large().tag());
+        // Each message in pieces by its own length, as a sender does.
+        for message in std::iter::once(head).chain(parts.iter().copied()) {
+            for range in crate::pieces::pieces(message.len()) {
+                process.send_with_tag(&message[range], stream.large().tag());
+            }
         }
     }
 
