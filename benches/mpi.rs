@@ -25,7 +25,8 @@
 //! that is not a flag selects the measurements whose key contains it
 //! (keys: `raw`, `raw-probe`, `raw-pool-hop`, `transport`, `round-trip-pooled`,
 //! `round-trip-inline`, `pipelined-pooled`, `pipelined-inline`, `sweep`;
-//! so `round-trip` selects both round trips). Each figure is the median of
+//! so `round-trip` selects both round trips; several, separated by
+//! commas, select what any of them selects). Each figure is the median of
 //! several batches. The goals (not assertions): a dinah round
 //! trip within 2x the raw ping-pong with the handler inline and 4x with it
 //! on a worker, at least 1,000,000 actions/s with 1,024 in flight, and a
@@ -155,7 +156,11 @@ fn main() -> Result<(), BoxError> {
     let smoke = std::env::args().any(|arg| arg == "--test");
     let plan = if smoke { SMOKE } else { FULL };
     let filter = std::env::args().skip(1).find(|arg| !arg.starts_with("--"));
-    let wanted = |key: &str| filter.as_deref().is_none_or(|f| key.contains(f));
+    let wanted = |key: &str| {
+        filter
+            .as_deref()
+            .is_none_or(|f| f.split(',').any(|f| key.contains(f)))
+    };
     let (universe, threading) =
         mpi::initialize_with_threading(Threading::Funneled).ok_or("MPI initialised twice")?;
     if threading < Threading::Funneled {

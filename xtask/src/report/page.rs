@@ -384,11 +384,14 @@ fn mpi(page: &mut String, r: &Results, links: &Links<'_>) {
          below it sends back the buffer it has just received into, as \
          dinah does. The ranks run as `cargo xtask bench mpi` starts \
          them, with Open MPI's single-copy transfers off (containers often \
-         deny them); with single copy on, the ping-pong takes about half \
-         the echo's time from 64 KiB to 1 MiB, and dinah's 1 MiB echo \
-         reads about 2x the ping-pong and 1.1x to 1.2x the echo \
-         ([`mpi.md`](mpi.md), Measured). The 1 MiB goal is judged \
-         against the ping-pong, the echo is context.\n\n",
+         deny them) and unbound; with single copy on, the ping-pong takes \
+         about half the echo's time from 64 KiB to 1 MiB, and dinah's \
+         1 MiB echo reads about 1.9x the ping-pong and 1.1x to 1.2x the \
+         echo. Unbound, the small pooled echoes read about 4.8 µs or 12 µs \
+         depending on where Linux places the serving rank's worker, \
+         which the rows run before them can tip ([`mpi.md`](mpi.md), \
+         Measured). The 1 MiB goal is judged against the ping-pong, the \
+         echo is context.\n\n",
     );
     copied_table(page, r, "mpi", usize::MAX);
     chart_link(
