@@ -13,16 +13,17 @@
 //! out again; with two requests in flight the copies of one overlap those
 //! of the other, which moves a message of a few hundred KiB to a few MiB
 //! in much less time when the kernel's single copy is not in use, and
-//! costs little when it is (docs/mpi.md, Large messages).
+//! costs little when it is (docs/mpi.md, Receives and Measured).
 //!
 //! Both ranks derive the ranges from the length alone, so the split is
 //! part of the framing (`hello.rs`, `FRAMING_VERSION`): the receiver from
 //! the announced length, the sender from the length it sends, which a
-//! correct sender announced. A message that is not what its announcement
-//! said is received as before as long as it splits into the same number
-//! of pieces (shorter: the frame arrives cut short, and the runtime's
-//! length checks refuse it); one longer than the receive it meets is an
-//! MPI truncation error, which ends the job as on any communicator.
+//! correct sender announced. A message shorter than its announcement may
+//! be split differently from the receives: the buffer then holds the
+//! bytes up to the first piece that came short ([`Received::len`]), and
+//! the runtime's length checks refuse the frame. A message longer than
+//! the receive it meets is an MPI truncation error, which ends the job as
+//! on any communicator.
 
 use std::mem::{self, MaybeUninit};
 use std::ops::Range;
