@@ -248,8 +248,10 @@ impl Sends {
             let (raw, _, StaticScope) = unsafe { request.into_raw() };
             raw
         };
-        let ranges = pieces(data.len());
-        if stream.is_large() && ranges.len() > 1 {
+        // Only a large tag's long messages are split; others are not even
+        // measured for it.
+        let split = stream.is_large().then(|| pieces(data.len()));
+        if let Some(ranges) = split.filter(|ranges| ranges.len() > 1) {
             let group = self.next_group;
             self.next_group += 1;
             let left = ranges.len();
