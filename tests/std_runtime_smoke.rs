@@ -70,3 +70,38 @@ fn two_ranks_add_over_threads() {
         assert!(report.is_clean(), "{report}");
     }
 }
+
+#[test]
+fn block_on_hands_a_queued_request_to_the_transport_before_the_first_poll() {
+    let world = WorldSize::new(2).unwrap();
+    let network = SimNetwork::with_mode(
+        world,
+        2,
+        FaultPlan::new(),
+        SimMode::Stepped {
+            tick: Duration::from_micros(1),
+        },
+    )
+    .unwrap();
+    let mut runtimes: Vec<Runtime> = world
+        .ranks()
+        .map(|rank| {
+            let mut builder =
+                Runtime::builder(1, ProtocolLimits::default(), RuntimeLimits::default()).unwrap();
+            builder.register::<Add, _>(|Add(a, b)| Ok(a + b)).unwrap();
+            let hello = builder.hello().unwrap();
+            let (handle, driver) = network.endpoint(rank, hello.handle).unwrap();
+            builder.start(handle, driver).unwrap()
+        })
+        .collect();
+    let caller = &mut runtimes[0];
+    let client = caller.client();
+    let call = client.spawn_on(Rank::new(1, world).unwrap(), Add(1, 2));
+    let before = network.counts().sent;
+    // The future's first poll already finds the request with the network:
+    // `block_on` sent it before polling, not after a first round.
+    let at_first_poll =
+        caller.block_on(std::future::poll_fn(|_| Poll::Ready(network.counts().sent)));
+    assert_eq!(at_first_poll, before + 1);
+    drop(call);
+}

@@ -189,11 +189,20 @@ impl Runtime {
     /// briefly (spinning first) when nothing happened. Not a general async
     /// executor: it drives one future and this runtime.
     ///
+    /// Frames already queued when it starts (the request of a call spawned
+    /// just before) are handed to the transport before the future's first
+    /// poll, so a request leaves as early as the owner can send it.
+    ///
     /// # Panics
     ///
     /// A panic inside `future` propagates to the caller (the runtime stays
     /// usable).
     pub fn block_on<F: Future>(&mut self, future: F) -> F::Output {
+        if self.hub.handle.has_queued() {
+            let now = self.hub.clock.now();
+            let budget = self.hub.limits.max_progress_events as usize;
+            self.flush(budget, now);
+        }
         let waker = Rc::clone(&self.waker);
         let mut cx = Context::from_waker(&waker);
         let mut future = pin!(future);

@@ -110,7 +110,7 @@ impl Runtime {
     /// [`TransportDriver::flush`](crate::transport::TransportDriver::flush));
     /// a frame that could not be sent is handled like one a poll reports.
     /// Returns whether anything was sent, and how many events.
-    fn flush(&mut self, budget: usize, now: Instant) -> (bool, usize) {
+    pub(crate) fn flush(&mut self, budget: usize, now: Instant) -> (bool, usize) {
         self.events.clear();
         let sent = match self.driver.flush(budget, &mut self.events) {
             Ok(sent) => sent,
