@@ -44,6 +44,9 @@ pub struct Liveness {
     world: WorldSize,
     /// When the last check ran.
     checked: Instant,
+    /// When the next check is due (`checked` plus the interval), kept so
+    /// that every poll's question is one comparison; `None` when off.
+    due: Option<Instant>,
 }
 
 impl Liveness {
@@ -54,12 +57,15 @@ impl Liveness {
             .ranks()
             .map(|rank| (rank != me && timeout.is_some()).then_some(now))
             .collect();
-        Self {
+        let mut liveness = Self {
             timeout,
             heard,
             world,
             checked: now,
-        }
+            due: None,
+        };
+        liveness.due = liveness.interval().map(|interval| now + interval);
+        liveness
     }
 
     /// The time between two heartbeats: a quarter of the timeout (at
@@ -93,7 +99,7 @@ impl Liveness {
     /// liveness is off.
     #[inline]
     pub fn next_check(&self) -> Option<Instant> {
-        self.interval().map(|interval| self.checked + interval)
+        self.due
     }
 
     /// The check of `now`, if one is due: appends every watched peer heard
@@ -102,7 +108,7 @@ impl Liveness {
     /// (and any other the transport still sends to). Returns `false`
     /// without doing anything when no check is due.
     pub fn check(&mut self, now: Instant, silent: &mut Vec<Rank>) -> bool {
-        let (Some(timeout), Some(next)) = (self.timeout, self.next_check()) else {
+        let (Some(timeout), Some(next)) = (self.timeout, self.due) else {
             return false;
         };
         if now < next {
@@ -110,6 +116,7 @@ impl Liveness {
         }
         let stalled = now.saturating_duration_since(self.checked) > timeout / 2;
         self.checked = now;
+        self.due = self.interval().map(|interval| now + interval);
         for (rank, heard) in self.world.ranks().zip(self.heard.iter_mut()) {
             let Some(at) = heard else { continue };
             if stalled {
@@ -147,6 +154,7 @@ mod tests {
         let mut silent = Vec::new();
         let step = liveness.interval().unwrap();
         assert_eq!(step, TIMEOUT / 4);
+        assert_eq!(liveness.next_check(), Some(start + step));
         assert!(
             !liveness.check(start + step / 2, &mut silent),
             "not due yet"
@@ -158,6 +166,7 @@ mod tests {
             liveness.heard(rank(1), now);
             assert!(liveness.check(now, &mut silent));
             assert!(silent.is_empty(), "{silent:?} at {:?}", now - start);
+            assert_eq!(liveness.next_check(), Some(now + step), "due again");
         }
         now += step;
         liveness.heard(rank(1), now);

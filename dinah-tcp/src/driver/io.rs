@@ -35,6 +35,10 @@ impl TcpDriver {
     /// Takes the handle's frames (control lane first) and queues them on
     /// their connections, as far as there is room.
     pub(super) fn take_frames(&mut self) -> bool {
+        if self.stash.iter().all(Option::is_none) && !self.handle.has_queued() {
+            // Most polls: nothing to take.
+            return false;
+        }
         let mut progress = false;
         let queue = self.handle.config();
         for lane in Channel::ALL {
@@ -115,9 +119,12 @@ impl TcpDriver {
     /// During a shutdown, once the handle is empty, queues a goodbye on
     /// every connection of every live peer.
     pub(super) fn queue_goodbyes(&mut self) -> bool {
+        if self.stage != Stage::Flushing {
+            // The usual poll: not shutting down, nothing to count.
+            return false;
+        }
         let counts = self.handle.counts();
-        if self.stage != Stage::Flushing
-            || counts.queued_control + counts.queued_action > 0
+        if counts.queued_control + counts.queued_action > 0
             || self.stash.iter().any(Option::is_some)
         {
             return false;
@@ -227,13 +234,12 @@ impl TcpDriver {
             if n == 0 {
                 continue;
             }
-            let start = self.cursor[l] % n;
-            self.cursor[l] = (start + 1) % n;
-            for offset in 0..n {
+            let start = self.cursor[l];
+            self.cursor[l] = next_turn(start, n);
+            for index in turn_order(start, n) {
                 if out.full() {
                     break;
                 }
-                let index = (start + offset) % n;
                 if self.peers[index].state == PeerState::Down {
                     continue;
                 }
@@ -397,5 +403,41 @@ impl TcpDriver {
             progress = true;
         }
         progress
+    }
+}
+
+/// The peers' indices in the order a poll reads them when the turn is
+/// `start`'s (below `n`): from `start` to the last, then from the first.
+fn turn_order(start: usize, n: usize) -> impl Iterator<Item = usize> {
+    (start..n).chain(0..start)
+}
+
+/// The turn after `start`'s among `n` peers. A comparison rather than a
+/// remainder: that is a division, and every poll pays it.
+fn next_turn(start: usize, n: usize) -> usize {
+    if start + 1 < n { start + 1 } else { 0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{next_turn, turn_order};
+
+    #[test]
+    fn every_poll_reads_each_peer_once_and_the_first_turn_moves_round() {
+        for n in 1..8 {
+            let mut start = 0;
+            let mut firsts = Vec::new();
+            for _ in 0..n {
+                let order: Vec<usize> = turn_order(start, n).collect();
+                assert_eq!(order.first(), Some(&start));
+                let mut sorted = order.clone();
+                sorted.sort_unstable();
+                assert_eq!(sorted, (0..n).collect::<Vec<_>>(), "{order:?}");
+                firsts.push(start);
+                start = next_turn(start, n);
+            }
+            assert_eq!(firsts, (0..n).collect::<Vec<_>>());
+            assert_eq!(start, 0, "back to the first peer after {n} polls");
+        }
     }
 }
