@@ -72,7 +72,7 @@ fn two_ranks_add_over_threads() {
 }
 
 #[test]
-fn block_on_hands_a_queued_request_to_the_transport_before_the_first_poll() {
+fn block_on_sends_queued_requests_once_its_future_waits_and_not_before() {
     let world = WorldSize::new(2).unwrap();
     let network = SimNetwork::with_mode(
         world,
@@ -96,12 +96,24 @@ fn block_on_hands_a_queued_request_to_the_transport_before_the_first_poll() {
         .collect();
     let caller = &mut runtimes[0];
     let client = caller.client();
-    let call = client.spawn_on(Rank::new(1, world).unwrap(), Add(1, 2));
-    let before = network.counts().sent;
-    // The future's first poll already finds the request with the network:
-    // `block_on` sent it before polling, not after a first round.
-    let at_first_poll =
-        caller.block_on(std::future::poll_fn(|_| Poll::Ready(network.counts().sent)));
-    assert_eq!(at_first_poll, before + 1);
-    drop(call);
+    let peer = Rank::new(1, world).unwrap();
+    let calls: Vec<_> = (0..3).map(|i| client.spawn_on(peer, Add(i, 1))).collect();
+    let sent = || network.counts().sent;
+    let before = sent();
+    // A future ready at its first poll returns without sending: calls
+    // spawned between such waits leave together, in the next round.
+    caller.block_on(std::future::ready(()));
+    assert_eq!(sent(), before);
+    // A future that waits has them sent before the next round.
+    let mut polls = 0;
+    let at_second_poll = caller.block_on(std::future::poll_fn(|_| {
+        polls += 1;
+        if polls == 1 {
+            Poll::Pending
+        } else {
+            Poll::Ready(sent())
+        }
+    }));
+    assert_eq!(at_second_poll, before + 3);
+    drop(calls);
 }

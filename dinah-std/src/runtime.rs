@@ -189,31 +189,44 @@ impl Runtime {
     /// briefly (spinning first) when nothing happened. Not a general async
     /// executor: it drives one future and this runtime.
     ///
-    /// Frames already queued when it starts (the request of a call spawned
-    /// just before) are handed to the transport before the future's first
-    /// poll, so a request leaves as early as the owner can send it.
+    /// When the first poll finds the future pending, the frames already
+    /// queued (the request of a call spawned just before) go to the
+    /// transport at once, ahead of the first progress round. A future
+    /// ready at its first poll returns without sending anything: a caller
+    /// collecting the answers of many calls in flight spawns their
+    /// successors in between, and those requests leave together in the
+    /// next round.
     ///
     /// # Panics
     ///
     /// A panic inside `future` propagates to the caller (the runtime stays
     /// usable).
     pub fn block_on<F: Future>(&mut self, future: F) -> F::Output {
-        if self.hub.handle.has_queued() {
-            let now = self.hub.clock.now();
-            let budget = self.hub.limits.max_progress_events as usize;
-            self.flush(budget, now);
-        }
         let waker = Rc::clone(&self.waker);
         let mut cx = Context::from_waker(&waker);
         let mut future = pin!(future);
+        if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+            return output;
+        }
+        self.send_queued();
         loop {
-            if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
-                return output;
-            }
             let progress = self.progress();
             if !progress.did_work() {
                 self.idle();
             }
+            if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+                return output;
+            }
+        }
+    }
+
+    /// Hands the transport the frames queued on the handle, if any (the
+    /// sending part of a round alone).
+    fn send_queued(&mut self) {
+        if self.hub.handle.has_queued() {
+            let now = self.hub.clock.now();
+            let budget = self.hub.limits.max_progress_events as usize;
+            self.flush(budget, now);
         }
     }
 
