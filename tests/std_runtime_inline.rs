@@ -309,6 +309,33 @@ fn an_inline_response_leaves_in_the_round_that_served_its_request() {
     panic!("the answer never arrived without another round on rank 1: {network}");
 }
 
+/// `block_on` sends the request of a call spawned just before it once its
+/// future waits, ahead of the first round; a future ready at its first
+/// poll returns without sending, so that the requests spawned between
+/// such waits (a caller collecting many answers) leave together.
+#[test]
+fn block_on_sends_queued_requests_once_its_future_waits_and_not_before() {
+    let (world, network, mut runtimes) = stepped_pair();
+    let server = Rank::new(1, world).unwrap();
+    let client = runtimes[0].client();
+    let calls: Vec<_> = (0..3).map(|n| client.spawn_on(server, Inc(n))).collect();
+    let sent = || network.counts().sent;
+    let before = sent();
+    runtimes[0].block_on(std::future::ready(()));
+    assert_eq!(sent(), before, "nothing sent for a future ready at once");
+    let mut polls = 0;
+    let at_second_poll = runtimes[0].block_on(std::future::poll_fn(|_| {
+        polls += 1;
+        if polls == 1 {
+            Poll::Pending
+        } else {
+            Poll::Ready(sent())
+        }
+    }));
+    assert_eq!(at_second_poll, before + 3, "all three sent once it waited");
+    drop(calls);
+}
+
 /// The owner thread counts its events during a round and publishes them
 /// when the round ends: a client on any thread then reads exactly what
 /// the owner's own `stats()` reads, and both ranks' byte counts agree.

@@ -86,7 +86,8 @@ pub struct TcpDriver {
     stash: [Option<Outgoing>; 2],
     /// Per lane: frames this rank sent itself.
     loopback: [VecDeque<Frame>; 2],
-    /// Per lane: the peer to read from first in the next poll.
+    /// Per lane: the peer to read from first in the next poll (an index
+    /// below the number of peers).
     cursor: [usize; 2],
     /// Scratch for the items one connection's read yields (kept to reuse
     /// its allocation).
