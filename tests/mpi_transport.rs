@@ -66,6 +66,10 @@ fn main() {
         "control_passes_a_saturated_action_lane",
         control_passes_a_saturated_action_lane,
     );
+    mpi.step(
+        "a_control_frame_sent_first_is_handed_out_first",
+        a_control_frame_sent_first_is_handed_out_first,
+    );
     mpi.step("flush_posts_queued_frames", flush_posts_queued_frames);
     mpi.step(
         "taken_receive_slots_are_posted_again_before_waiting",
@@ -614,6 +618,55 @@ fn control_passes_a_saturated_action_lane(world: &SimpleCommunicator) {
     }
     assert_all_zero(shut_down(driver, drained), "after the flood");
     assert_handle_empty(&handle, "after the flood");
+}
+
+/// A control frame posted before an action frame to the same peer is
+/// handed out before it, however the receiver finds them: each rank sends
+/// both around the ring, many times over, while the next rank waits in
+/// its idle check (which tests the action tag first) and polls with a
+/// budget of one event.
+fn a_control_frame_sent_first_is_handed_out_first(world: &SimpleCommunicator) {
+    const ROUNDS: usize = 50;
+    let (me, _) = rank_of(world);
+    let mut config = MpiConfig::DEFAULT;
+    // No heartbeats: nothing but the test's frames is received.
+    config.liveness_timeout = None;
+    let (handle, mut driver) = MpiTransport::with_config(config)
+        .connect(world, bare_hello(HandleConfig::default()))
+        .unwrap_or_else(|error| panic!("connect: {error}"));
+    let (next, previous) = ring(&driver);
+    let mut drained = Vec::new();
+    for index in 0..ROUNDS {
+        for channel in [Channel::Control, Channel::Action] {
+            handle
+                .try_send(next, channel, pattern(me, index, 24))
+                .expect("queued");
+        }
+        let mut order = Vec::new();
+        poll_until(&mut driver, "both frames", 1, |_, events| {
+            for event in events.drain(..) {
+                match event {
+                    TransportEvent::Frame { from, channel, .. } => {
+                        assert_eq!(from, previous, "round {index}");
+                        order.push(channel);
+                    }
+                    TransportEvent::PeerUp { .. } => {}
+                    TransportEvent::PeerDrained { peer } => drained.push(peer),
+                    other => panic!("unexpected {other:?}"),
+                }
+            }
+            order.len() == 2
+        });
+        assert_eq!(
+            order,
+            [Channel::Control, Channel::Action],
+            "round {index}: the control frame was sent first"
+        );
+        // One round at a time, so each starts with both tags empty.
+        world.barrier();
+    }
+    assert_all_zero(shut_down(driver, drained), "after the rounds");
+    assert_handle_empty(&handle, "after the rounds");
 }
 
 /// Rank 1 breaks the protocol: it announces to rank 0 an action frame one

@@ -40,6 +40,9 @@ const FIRST_IDLE_PARK: Duration = Duration::from_micros(20);
 /// probe costs a round of MPI progress).
 const CLOSE_PROBE_INTERVAL: u64 = 16;
 
+/// The idle wait reads the clock on every this many checks.
+const CHECKS_PER_CLOCK_READING: u32 = 4;
+
 /// How long requests in flight keep the idle wait busy (checking and
 /// yielding instead of parking) without any of them completing. A large
 /// message completes well within it; a send to a rank that stopped
@@ -319,7 +322,9 @@ impl TransportDriver for MpiDriver {
         };
         let mut progress = self.emit_notices(&mut out);
         progress |= self.sends.complete(&self.handle, &mut self.buffers) > 0;
-        progress |= self.post_lanes(&mut out);
+        if self.handle.has_queued() {
+            progress |= self.post_lanes(&mut out);
+        }
         // After the sends: what the last poll took is answered first.
         self.posted.repost(self.comm.get());
         if self.phase == Phase::Flushing {
@@ -400,13 +405,21 @@ impl TransportDriver for MpiDriver {
         } else {
             spin.min(timeout)
         };
+        // The clock is read on every few checks only: a check is short,
+        // and a reading would be a good part of it.
+        let mut waited = Duration::ZERO;
+        let mut checks: u32 = 0;
         loop {
             if self.handle.wakeup().take() || self.mpi_ready() {
                 self.idle_park = FIRST_IDLE_PARK;
-                self.last_progress = Instant::now();
+                // Within a few checks of now: progress is dated loosely.
+                self.last_progress = start + waited;
                 return;
             }
-            let waited = start.elapsed();
+            checks = checks.wrapping_add(1);
+            if checks % CHECKS_PER_CLOCK_READING == 0 {
+                waited = start.elapsed();
+            }
             if waited >= spin {
                 break;
             }

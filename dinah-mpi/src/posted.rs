@@ -32,17 +32,20 @@
 //!   just taken should not wait for it. Later slots taken in the same
 //!   poll, and a ring's last posted slot, are posted again at once, so a
 //!   burst keeps the ring receiving.
-//! - The idle look ([`Posted::any_ready`]) tests both rings; the poll right
-//!   after it does not test the action ring again where the look has just
-//!   tested it: its first receive if the look found it incomplete, and,
-//!   once the message the look found is taken, the next one ([`Looked`]).
-//!   Each test is a round of the library's progress. Leaving one out bets
-//!   that nothing was matched in between; a message that was (by the
-//!   progress of the look's or the poll's other calls) is taken by the
-//!   next poll or look instead, and the runtime polls again at once after
-//!   a poll that took something. The control ring is tested by every poll,
-//!   so a cancellation matched before its request is still handed out
-//!   first.
+//! - The idle look ([`Posted::any_ready`]) tests both rings, the action
+//!   ring first; the poll right after it does not test a ring again where
+//!   the look has just tested it: its first receive if the look found it
+//!   incomplete, and, once the message the look found is taken, the next
+//!   one ([`Looked`]). Each test is a round of the library's progress.
+//!   Leaving one out bets that nothing was matched in between; a message
+//!   that was (by the progress of the look's or the poll's other calls) is
+//!   taken by the next poll or look instead, and the runtime polls again
+//!   at once after a poll that took something. The control ring is tested
+//!   after the action ring: one peer's messages are matched in the order
+//!   it sent them, so a cancellation sent before its request is complete
+//!   by then, and the poll hands it out first. A poll that follows no look
+//!   tests both rings in that order before it takes from either
+//!   ([`Posted::look_for_poll`]), for the same reason.
 //!
 //! The rings are fixed when the driver starts ([`MpiConfig::posted_receives`]
 //! slots per lane) and are not counted as retained bytes: like the pooled
@@ -77,8 +80,9 @@ pub(crate) enum Taken {
     Announced(large::Announced),
 }
 
-/// What the owner's last idle look found at the action ring's first
-/// receive, for the poll that follows: which test that poll leaves out.
+/// What the last look (the owner's idle look, or a poll's own) found at a
+/// ring's first receive, for the poll that follows: which test that poll
+/// leaves out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Looked {
     /// No look since the last test: test as usual.
@@ -86,8 +90,10 @@ enum Looked {
     /// The look found the first receive incomplete: the next test is
     /// left out, the look having just made it.
     Empty,
-    /// The look found a message: once it is taken, the test of the next
-    /// receive is left out.
+    /// An idle look found a message: once it is taken, the test of the
+    /// next receive is left out. (After a poll's own look the receives
+    /// behind a message found are tested as usual, so a burst is taken in
+    /// one poll.)
     Found,
 }
 
@@ -228,6 +234,17 @@ impl Ring {
         found
     }
 
+    /// A poll's look at a ring that no idle look has just tested: tests the
+    /// first receive (unless it was found complete already); if it is
+    /// incomplete, the poll's own attempt to take from the ring leaves the
+    /// test out. A message found is taken as any other, and the receives
+    /// behind it are tested as usual.
+    fn look_for_poll(&mut self) {
+        if self.looked == Looked::Nothing && !self.ready() {
+            self.looked = Looked::Empty;
+        }
+    }
+
     /// Tests every slot once; drops the completed ones.
     fn test_all(&mut self) {
         self.slots.retain_mut(|slot| slot.test_arrival().is_none());
@@ -274,13 +291,25 @@ impl Posted {
     }
 
     /// Has a message arrived on either lane? One `MPI_Test` per lane at
-    /// most. The poll that follows does not test the action ring again
-    /// where this just did (see [`Looked`]); it always tests the control
-    /// ring, which keeps the control lane first.
+    /// most, the action ring's first. The poll that follows does not test
+    /// either ring again where this just did (see [`Looked`]), and still
+    /// hands out the control lane first.
     pub(crate) fn any_ready(&mut self) -> bool {
-        // Both lanes are tested: each test is also a round of MPI progress.
-        let control = self.rings[0].ready();
-        self.rings[1].look() || control
+        // The action ring first: whatever the control tag matched before
+        // the action message the first test may find is then complete when
+        // the control ring is tested, so the poll need test neither again.
+        let action = self.rings[1].look();
+        self.rings[0].look() || action
+    }
+
+    /// Before a poll takes from the rings: tests each ring that the last
+    /// idle look did not just test, the action ring first, as
+    /// [`any_ready`](Self::any_ready) does, so that the poll hands out a
+    /// control message sent before the action message it finds first. The
+    /// poll's takes leave out the tests made here (see [`Looked`]).
+    pub(crate) fn look_for_poll(&mut self) {
+        self.rings[1].look_for_poll();
+        self.rings[0].look_for_poll();
     }
 
     /// How many receives are posted on the control and the action lane's

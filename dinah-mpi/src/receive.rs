@@ -1,8 +1,10 @@
 //! Messages being received and handed out, per stream, in order.
 //!
 //! Messages come in three ways. On a lane's tag they arrive in the
-//! receives the driver keeps posted (`posted.rs`) and are queued here
-//! already received ([`Receives::push_received`]); a large frame announced
+//! receives the driver keeps posted (`posted.rs`); one that carries a lone
+//! frame while nothing of its lane waits here is handed out by the driver
+//! at once, any other is queued here already received
+//! ([`Receives::push_received`]); a large frame announced
 //! there is received from its sender on the lane's large tag
 //! ([`Receives::start_large`], see `large.rs`; a frame held in parts as
 //! a receive for its head and one for each part, each into its own

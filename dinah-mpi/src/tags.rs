@@ -37,9 +37,9 @@ pub(crate) enum Stream {
 
 impl Stream {
     /// The streams of the two lanes, in the order a driver drains them in
-    /// every poll and tests them in every idle check: control before
-    /// action, so cancellations pass saturated action traffic. Close
-    /// markers are rare and probed only now and then.
+    /// every poll: control before action, so cancellations pass saturated
+    /// action traffic (the idle check tests them the other way round, see
+    /// `posted.rs`). Close markers are rare and probed only now and then.
     pub(crate) const LANES: [Self; 2] = [Self::Control, Self::Action];
 
     /// The MPI tag of this stream.

@@ -5,11 +5,14 @@
 use std::time::Instant;
 
 use dinah_core::wire::Channel;
-use dinah_std::transport::TransportEvent;
+use dinah_core::{ProtocolLimits, Rank, WorldSize};
+use dinah_std::transport::{Frame, Liveness, TransportEvent};
 use mpi::traits::{Communicator, Source};
 
 use super::{CLOSE_PROBE_INTERVAL, MpiDriver, Out, Phase};
+use crate::coalesce::is_batch;
 use crate::farewell;
+use crate::peers::Peers;
 use crate::posted::Taken;
 use crate::receive::Probe;
 use crate::tags::Stream;
@@ -20,6 +23,10 @@ impl MpiDriver {
     pub(super) fn receive(&mut self, now: Instant, out: &mut Out<'_>) -> bool {
         let mut progress = false;
         let mut exhausted = true;
+        // Both lanes tested before either is taken from, the action lane
+        // first: a control message its sender posted before the action
+        // message found is then complete, and handed out before it.
+        self.posted.look_for_poll();
         for channel in Channel::ALL {
             let stream = Stream::of(channel);
             loop {
@@ -28,7 +35,7 @@ impl MpiDriver {
                     exhausted = false;
                     break;
                 }
-                if !self.take_posted(stream) {
+                if !self.take_posted(channel, now, out) {
                     break;
                 }
                 progress = true;
@@ -42,9 +49,12 @@ impl MpiDriver {
         progress
     }
 
-    /// Moves the earliest message that arrived in `stream`'s posted
-    /// receives into the stream's queue, or starts receiving the large
-    /// frame it announces. Returns whether there was one.
+    /// Takes the earliest message that arrived in `channel`'s posted
+    /// receives: a lone frame with nothing queued before it on the lane
+    /// is handed out at once (an event, heard at `now`; the budget has
+    /// room, the caller checked); anything else goes into the lane's
+    /// queue, or starts receiving the large frame it announces. Returns
+    /// whether there was one.
     ///
     /// An announced frame longer than the protocol allows (which no dinah
     /// sender makes) is not received: its sender is reported down for a
@@ -52,7 +62,8 @@ impl MpiDriver {
     /// unreceived on the large tag, where it would be matched by the next
     /// large receive from that rank, so nothing more from that rank is
     /// taken: its messages are dropped as they arrive.
-    fn take_posted(&mut self, stream: Stream) -> bool {
+    fn take_posted(&mut self, channel: Channel, now: Instant, out: &mut Out<'_>) -> bool {
+        let stream = Stream::of(channel);
         let Some((from, taken)) =
             self.posted
                 .take(self.comm.get(), stream, self.world, &mut self.buffers)
@@ -67,6 +78,13 @@ impl MpiDriver {
             return true;
         }
         match taken {
+            // Nothing of this lane waits before it (from any source): the
+            // queue would hand it out next, whole.
+            Taken::Message(bytes) if self.receives.len_of(stream) == 0 && !is_batch(&bytes) => {
+                let _ = self
+                    .inbox(channel, now)
+                    .hand_out(from, Frame::whole(bytes), out);
+            }
             Taken::Message(bytes) => self.receives.push_received(stream, from, bytes),
             Taken::Announced(announced) => {
                 let max = u64::from(self.limits.max_frame_bytes);
@@ -90,9 +108,31 @@ impl MpiDriver {
         true
     }
 
+    /// What hands `channel`'s received frames out, heard at `now`.
+    fn inbox(&mut self, channel: Channel, now: Instant) -> Inbox<'_> {
+        Inbox {
+            channel,
+            now,
+            world: self.world,
+            limits: self.limits,
+            peers: &mut self.peers,
+            liveness: &mut self.liveness,
+            frames_received: &mut self.frames_received,
+            bytes_received: &mut self.bytes_received,
+        }
+    }
+
     /// Hands out `channel`'s completed messages: goodbyes are absorbed,
-    /// frames become events. Returns how many events.
+    /// frames become events. Returns how many events, plus one if any
+    /// message was absorbed.
     fn take_frames(&mut self, channel: Channel, now: Instant, out: &mut Out<'_>) -> usize {
+        let stream = Stream::of(channel);
+        if self.receives.len_of(stream) == 0 {
+            return 0;
+        }
+        let mut absorbed = false;
+        let left = out.left;
+        // Split borrows: the queue hands frames to the inbox.
         let Self {
             receives,
             peers,
@@ -104,38 +144,20 @@ impl MpiDriver {
             liveness,
             ..
         } = self;
-        let (world, limits) = (*world, *limits);
-        let mut absorbed = false;
-        let stream = Stream::of(channel);
-        let counted = receives.take_ready(stream, true, out.left, buffers, |from, frame| {
-            // Anything received is a sign of life.
-            liveness.heard(from, now);
-            // Heartbeats and goodbyes are whole frames without payload.
-            let bytes = if frame.is_split() {
-                &[][..]
-            } else {
-                frame.head()
-            };
-            if farewell::is_heartbeat(bytes, channel, from, world, limits) {
-                peers.on_frame(from, channel);
-                absorbed = true;
-                return false;
-            }
-            if let Some(frames_sent) = farewell::parse_goodbye(bytes, channel, from, world, limits)
-            {
-                peers.on_goodbye(from, channel, frames_sent);
-                absorbed = true;
-                return false;
-            }
-            peers.on_frame(from, channel);
-            *frames_received += 1;
-            *bytes_received += frame.len() as u64;
-            out.push(TransportEvent::Frame {
-                from,
-                channel,
-                frame,
-            });
-            true
+        let mut inbox = Inbox {
+            channel,
+            now,
+            world: *world,
+            limits: *limits,
+            peers,
+            liveness,
+            frames_received,
+            bytes_received,
+        };
+        let counted = receives.take_ready(stream, true, left, buffers, |from, frame| {
+            let event = inbox.hand_out(from, frame, out);
+            absorbed |= !event;
+            event
         });
         counted + usize::from(absorbed)
     }
@@ -191,5 +213,52 @@ impl MpiDriver {
                     .is_some())
             || self.receives.poll_ready()
             || self.sends.complete(&self.handle, &mut self.buffers) > 0
+    }
+}
+
+/// Hands a lane's received frames out: heartbeats and goodbyes are
+/// absorbed, every other frame becomes an event.
+struct Inbox<'a> {
+    channel: Channel,
+    /// When what is handed out was heard.
+    now: Instant,
+    world: WorldSize,
+    limits: ProtocolLimits,
+    peers: &'a mut Peers,
+    liveness: &'a mut Liveness,
+    frames_received: &'a mut u64,
+    bytes_received: &'a mut u64,
+}
+
+impl Inbox<'_> {
+    /// Hands out `frame` from `from`; returns whether it became an event
+    /// (`false`: absorbed).
+    fn hand_out(&mut self, from: Rank, frame: Frame, out: &mut Out<'_>) -> bool {
+        let (channel, world, limits) = (self.channel, self.world, self.limits);
+        // Anything received is a sign of life.
+        self.liveness.heard(from, self.now);
+        // Heartbeats and goodbyes are whole frames without payload.
+        let bytes = if frame.is_split() {
+            &[][..]
+        } else {
+            frame.head()
+        };
+        if farewell::is_heartbeat(bytes, channel, from, world, limits) {
+            self.peers.on_frame(from, channel);
+            return false;
+        }
+        if let Some(frames_sent) = farewell::parse_goodbye(bytes, channel, from, world, limits) {
+            self.peers.on_goodbye(from, channel, frames_sent);
+            return false;
+        }
+        self.peers.on_frame(from, channel);
+        *self.frames_received += 1;
+        *self.bytes_received += frame.len() as u64;
+        out.push(TransportEvent::Frame {
+            from,
+            channel,
+            frame,
+        });
+        true
     }
 }
