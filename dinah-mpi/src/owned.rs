@@ -294,27 +294,65 @@ impl OwnedRequest {
     pub(crate) fn test_arrival(&mut self) -> Option<Arrival> {
         let (receiving, buffer) = self.request.take()?;
         match receiving.test() {
-            Ok(Received { source, len }) => {
-                // A cancelled receive may have written nothing. A failed one
-                // never completes: errors on the transport's communicator
-                // end the job (see `comm.rs`).
-                let written = if self.cancelled { 0 } else { len };
-                Some(Arrival {
-                    // SAFETY: MPI completed every request of the receive and
-                    // `test` consumed them, together with their borrows of
-                    // the buffer, so nothing refers to the buffer any more;
-                    // `into_vec` consumes the `Lent`, so neither a later
-                    // `test` nor `Drop` touches it. A receive that was not
-                    // cancelled wrote the first `len` bytes (`Received`).
-                    buffer: unsafe { buffer.into_vec(written) },
-                    source,
-                    len,
-                })
-            }
+            // SAFETY: `test` found every request of the receive complete
+            // and consumed them, together with their borrows of the buffer.
+            Ok(received) => Some(unsafe { self.arrival(received, buffer) }),
             Err(receiving) => {
                 self.request = Some((receiving, buffer));
                 None
             }
+        }
+    }
+
+    /// The MPI request of a receive in one piece still in flight, for a
+    /// test of several receives at once (see `posted.rs`).
+    pub(crate) fn single_raw(&self) -> Option<mpi::ffi::MPI_Request> {
+        self.request
+            .as_ref()
+            .and_then(|(receiving, _)| receiving.single_raw())
+    }
+
+    /// As [`test_arrival`](Self::test_arrival) for a receive that a test of
+    /// several found complete with `status`, without an MPI call; `None`
+    /// for a receive in pieces or one handed out already.
+    ///
+    /// # Safety
+    ///
+    /// MPI must have completed the request
+    /// [`single_raw`](Self::single_raw) gave and reported `status` for it.
+    pub(crate) unsafe fn arrived(&mut self, status: &Status) -> Option<Arrival> {
+        let (receiving, buffer) = self.request.take()?;
+        // SAFETY: the caller's promise, passed on.
+        match unsafe { receiving.completed(status) } {
+            // SAFETY: `completed` let go of the completed request and its
+            // borrow of the buffer.
+            Ok(received) => Some(unsafe { self.arrival(received, buffer) }),
+            Err(receiving) => {
+                self.request = Some((receiving, buffer));
+                None
+            }
+        }
+    }
+
+    /// The buffer of a completed receive back, with what it received.
+    ///
+    /// # Safety
+    ///
+    /// Every request of the receive must have completed and been let go,
+    /// so that nothing refers to the buffer any more.
+    unsafe fn arrival(&self, Received { source, len }: Received, buffer: Lent) -> Arrival {
+        // A cancelled receive may have written nothing. A failed one never
+        // completes: errors on the transport's communicator end the job
+        // (see `comm.rs`).
+        let written = if self.cancelled { 0 } else { len };
+        Arrival {
+            // SAFETY: nothing refers to the buffer (the caller's promise);
+            // `into_vec` consumes the `Lent`, so neither a later test nor
+            // `Drop` touches it. A receive that was not cancelled wrote the
+            // first `len` bytes (`Received`).
+            buffer: unsafe { buffer.into_vec(written) },
+            source,
+            len,
         }
     }
 

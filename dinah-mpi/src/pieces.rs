@@ -29,6 +29,7 @@ use std::mem::{self, MaybeUninit};
 use std::ops::Range;
 
 use mpi::datatype::Equivalence;
+use mpi::point_to_point::Status;
 use mpi::raw::AsRaw;
 use mpi::request::{Request, StaticScope};
 use mpi::topology::{AsCommunicator, Process};
@@ -131,6 +132,39 @@ impl Receiving {
         Self::Pieces {
             source: process.rank(),
             pieces,
+        }
+    }
+
+    /// The MPI request of a receive in one piece, for a test of several
+    /// receives at once (see `posted.rs`); `None` for one in pieces.
+    pub(crate) fn single_raw(&self) -> Option<ffi::MPI_Request> {
+        match self {
+            Self::One(request) => Some(request.as_raw()),
+            Self::Pieces { .. } => None,
+        }
+    }
+
+    /// What a receive in one piece received, once a test of several
+    /// receives found its request complete with `status`: the request is
+    /// let go without another MPI call. A receive in pieces comes back.
+    ///
+    /// # Safety
+    ///
+    /// MPI must have completed the request [`single_raw`](Self::single_raw)
+    /// gave (which frees it) and reported `status` for it.
+    pub(crate) unsafe fn completed(self, status: &Status) -> Result<Received, Self> {
+        match self {
+            Self::One(request) => {
+                // SAFETY: MPI completed and freed the request (the caller's
+                // promise), as its own test would have: the handle is only
+                // forgotten, and with it the borrow of the buffer.
+                let _ = unsafe { request.into_raw() };
+                Ok(Received {
+                    source: status.source_rank(),
+                    len: received_len(status),
+                })
+            }
+            pieces @ Self::Pieces { .. } => Err(pieces),
         }
     }
 

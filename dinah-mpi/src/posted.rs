@@ -32,20 +32,20 @@
 //!   just taken should not wait for it. Later slots taken in the same
 //!   poll, and a ring's last posted slot, are posted again at once, so a
 //!   burst keeps the ring receiving.
-//! - The idle look ([`Posted::any_ready`]) tests both rings, the action
-//!   ring first; the poll right after it does not test a ring again where
-//!   the look has just tested it: its first receive if the look found it
-//!   incomplete, and, once the message the look found is taken, the next
-//!   one ([`Looked`]). Each test is a round of the library's progress.
-//!   Leaving one out bets that nothing was matched in between; a message
-//!   that was (by the progress of the look's or the poll's other calls) is
-//!   taken by the next poll or look instead, and the runtime polls again
-//!   at once after a poll that took something. The control ring is tested
-//!   after the action ring: one peer's messages are matched in the order
-//!   it sent them, so a cancellation sent before its request is complete
-//!   by then, and the poll hands it out first. A poll that follows no look
-//!   tests both rings in that order before it takes from either
-//!   ([`Posted::look_for_poll`]), for the same reason.
+//! - The idle look ([`Posted::any_ready`]) tests both rings' first
+//!   receives with one `MPI_Testsome`; the poll right after it does not
+//!   test a ring again where the look has just tested it: its first
+//!   receive if the look found it incomplete, and, once the message the
+//!   look found is taken, the next one ([`Looked`]). Each test is a round
+//!   of the library's progress. Leaving one out bets that nothing was
+//!   matched in between; a message that was (by the progress of the
+//!   look's or the poll's other calls) is taken by the next poll or look
+//!   instead, and the runtime polls again at once after a poll that took
+//!   something. One peer's messages are matched in the order it sent them,
+//!   so when the look finds a request, a cancellation sent before it is
+//!   complete too, and the poll hands it out first. A poll that follows no
+//!   look tests both rings before it takes from either, the action ring
+//!   first ([`Posted::look_for_poll`]), for the same reason.
 //!
 //! The rings are fixed when the driver starts ([`MpiConfig::posted_receives`]
 //! slots per lane) and are not counted as retained bytes: like the pooled
@@ -58,9 +58,13 @@
 //! [`MpiConfig::posted_receives`]: crate::MpiConfig::posted_receives
 
 use std::collections::VecDeque;
+use std::mem::MaybeUninit;
+use std::os::raw::c_int;
 use std::time::Instant;
 
 use dinah_core::{Rank, WorldSize};
+use mpi::ffi::{MPI_Request, MPI_Status};
+use mpi::point_to_point::Status;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::Communicator;
 
@@ -256,6 +260,10 @@ impl Ring {
 /// matched completes at the first.
 const CANCEL_ROUNDS: u32 = 64;
 
+/// The order a look tests the rings in (by index: the action ring, then
+/// the control ring): see the module documentation.
+const LOOK_ORDER: [usize; 2] = [1, 0];
+
 /// The rings of posted receives of both lanes.
 #[derive(Debug)]
 pub(crate) struct Posted {
@@ -290,16 +298,77 @@ impl Posted {
         self.ring(stream).take(comm, world, pool)
     }
 
-    /// Has a message arrived on either lane? One `MPI_Test` per lane at
-    /// most, the action ring's first. The poll that follows does not test
-    /// either ring again where this just did (see [`Looked`]), and still
-    /// hands out the control lane first.
+    /// Has a message arrived on either lane? Tests the first posted receive
+    /// of both rings with one `MPI_Testsome` (one round of the library's
+    /// progress for both, and one consistent look: a control message
+    /// matched before the action message found is complete too). The poll
+    /// that follows does not test either ring again where this just did
+    /// (see [`Looked`]), and hands out the control lane first.
     pub(crate) fn any_ready(&mut self) -> bool {
-        // The action ring first: whatever the control tag matched before
-        // the action message the first test may find is then complete when
-        // the control ring is tested, so the poll need test neither again.
-        let action = self.rings[1].look();
-        self.rings[0].look() || action
+        let mut found = false;
+        // The rings whose first receive is tested, and those requests.
+        let mut tested = [0; 2];
+        let mut requests = [MaybeUninit::<MPI_Request>::uninit(); 2];
+        let mut count = 0;
+        for index in LOOK_ORDER {
+            let ring = &mut self.rings[index];
+            let request = if ring.arrived.is_some() {
+                None
+            } else {
+                ring.slots.front().and_then(OwnedRequest::single_raw)
+            };
+            match request {
+                Some(request) => {
+                    requests[count].write(request);
+                    tested[count] = index;
+                    count += 1;
+                }
+                // Found already, or no receive posted: as a test tells.
+                None => found |= ring.look(),
+            }
+        }
+        if count == 0 {
+            return found;
+        }
+        let mut done: c_int = 0;
+        let mut indices: [c_int; 2] = [0; 2];
+        let mut statuses = [MaybeUninit::<MPI_Status>::uninit(); 2];
+        let n = c_int::try_from(count).expect("two rings");
+        // SAFETY: the first `count` requests are live receives, each the
+        // first posted one of its ring (none is the null request); the
+        // arrays have room for as many indices and statuses; `done` is a
+        // valid place for the count. MPI sets each completed request in
+        // this copy of the handles to the null request (its ring still
+        // holds the handle and lets it go in `arrived` below).
+        unsafe {
+            mpi::ffi::MPI_Testsome(
+                n,
+                requests.as_mut_ptr().cast::<MPI_Request>(),
+                &mut done,
+                indices.as_mut_ptr(),
+                statuses.as_mut_ptr().cast::<MPI_Status>(),
+            );
+        }
+        let done = usize::try_from(done).unwrap_or(0).min(count);
+        let mut completed = [false; 2];
+        for (&at, status) in indices.iter().zip(&statuses).take(done) {
+            let at = usize::try_from(at).expect("MPI reports indices below the count");
+            completed[at] = true;
+            // SAFETY: MPI wrote a status for each completed request.
+            let status = Status::from_raw(unsafe { status.assume_init() });
+            let ring = &mut self.rings[tested[at]];
+            let front = ring.slots.front_mut().expect("the receive tested");
+            // SAFETY: MPI completed this very request (its handle was
+            // copied from this slot above) and reported `status` for it.
+            let arrival = unsafe { front.arrived(&status) };
+            ring.arrived = Some(arrival.expect("a posted receive is one request"));
+            let _ = ring.slots.pop_front();
+        }
+        for (&index, &completed) in tested.iter().zip(&completed).take(count) {
+            self.rings[index].looked = Looked::after_look(completed);
+            found |= completed;
+        }
+        found
     }
 
     /// Before a poll takes from the rings: tests each ring that the last
