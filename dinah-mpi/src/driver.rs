@@ -41,7 +41,7 @@ const FIRST_IDLE_PARK: Duration = Duration::from_micros(20);
 const CLOSE_PROBE_INTERVAL: u64 = 16;
 
 /// The idle wait reads the clock on every this many checks.
-const CHECKS_PER_CLOCK_READING: u32 = 4;
+const CHECKS_PER_CLOCK_READING: u32 = 8;
 
 /// How long requests in flight keep the idle wait busy (checking and
 /// yielding instead of parking) without any of them completing. A large
@@ -424,15 +424,16 @@ impl TransportDriver for MpiDriver {
                 break;
             }
             // A short wait is answered sooner without yielding (a yield is a
-            // system call, and the look after it comes later). Past that,
+            // system call, and the look after it comes later), and without
+            // a pause instruction between checks: each would add to the
+            // time from a message's arrival to the check that finds it,
+            // and the spin is short (`busy_spin`). Past that,
             // or while a worker of this runtime has a job, yield rather than
             // spin: the runtime's worker threads (and, when ranks share
             // cores, the other ranks) may need this CPU to produce what is
             // being waited for.
             if self.workers_running || waited >= self.config.busy_spin {
                 std::thread::yield_now();
-            } else {
-                std::hint::spin_loop();
             }
         }
         // What the spin's looks found is stale once the owner parks.

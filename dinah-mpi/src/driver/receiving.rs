@@ -211,7 +211,7 @@ impl MpiDriver {
                     .any_process()
                     .immediate_probe_with_tag(Stream::Close.tag())
                     .is_some())
-            || self.receives.poll_ready()
+            || (self.receives.len() > 0 && self.receives.poll_ready())
             || self.sends.complete(&self.handle, &mut self.buffers) > 0
     }
 }
