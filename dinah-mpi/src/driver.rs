@@ -40,7 +40,8 @@ const FIRST_IDLE_PARK: Duration = Duration::from_micros(20);
 /// probe costs a round of MPI progress).
 const CLOSE_PROBE_INTERVAL: u64 = 16;
 
-/// The idle wait reads the clock on every this many checks.
+/// While it spins without yielding, the idle wait reads the clock on every
+/// this many checks.
 const CHECKS_PER_CLOCK_READING: u32 = 8;
 
 /// How long requests in flight keep the idle wait busy (checking and
@@ -405,8 +406,10 @@ impl TransportDriver for MpiDriver {
         } else {
             spin.min(timeout)
         };
-        // The clock is read on every few checks only: a check is short,
-        // and a reading would be a good part of it.
+        // While the wait spins, the clock is read on every few checks only:
+        // a check is short, and a reading would be a good part of it. Once
+        // it yields (a system call each time, and maybe a wait for the
+        // core), on every check, so that it ends on time.
         let mut waited = Duration::ZERO;
         let mut checks: u32 = 0;
         loop {
@@ -417,7 +420,8 @@ impl TransportDriver for MpiDriver {
                 return;
             }
             checks = checks.wrapping_add(1);
-            if checks % CHECKS_PER_CLOCK_READING == 0 {
+            let yielding = self.workers_running || waited >= self.config.busy_spin;
+            if yielding || checks % CHECKS_PER_CLOCK_READING == 0 {
                 waited = start.elapsed();
             }
             if waited >= spin {
