@@ -377,8 +377,9 @@ impl Posted {
     /// control message sent before the action message it finds first. The
     /// poll's takes leave out the tests made here (see [`Looked`]).
     pub(crate) fn look_for_poll(&mut self) {
-        self.rings[1].look_for_poll();
-        self.rings[0].look_for_poll();
+        for index in LOOK_ORDER {
+            self.rings[index].look_for_poll();
+        }
     }
 
     /// How many receives are posted on the control and the action lane's

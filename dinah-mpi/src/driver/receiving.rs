@@ -25,8 +25,11 @@ impl MpiDriver {
         let mut exhausted = true;
         // Both lanes tested before either is taken from, the action lane
         // first: a control message its sender posted before the action
-        // message found is then complete, and handed out before it.
-        self.posted.look_for_poll();
+        // message found is then complete, and handed out before it. A poll
+        // with no room for events takes nothing, and tests nothing either.
+        if !out.full() {
+            self.posted.look_for_poll();
+        }
         for channel in Channel::ALL {
             let stream = Stream::of(channel);
             loop {
@@ -211,6 +214,7 @@ impl MpiDriver {
                     .any_process()
                     .immediate_probe_with_tag(Stream::Close.tag())
                     .is_some())
+            // Counting the queues is cheaper than walking them empty.
             || (self.receives.len() > 0 && self.receives.poll_ready())
             || self.sends.complete(&self.handle, &mut self.buffers) > 0
     }
