@@ -481,7 +481,10 @@ impl RankCtx {
         self.rt().block_on(future)
     }
 
-    /// Progresses until `done` holds; fails the case after [`PATIENCE`].
+    /// Progresses until `done` holds, checking it after every round of
+    /// progress; fails the case after [`PATIENCE`]. Between rounds that
+    /// find nothing to do the owner idles as in any `block_on` (see
+    /// [`Round`]).
     pub(crate) fn wait_until(&mut self, what: &str, mut done: impl FnMut(&mut Self) -> bool) {
         let start = Instant::now();
         while !done(self) {
@@ -490,7 +493,7 @@ impl RankCtx {
                 "rank {}: gave up waiting for {what}",
                 self.rank().get()
             );
-            self.rt().block_on(Yield(false));
+            self.rt().block_on(Round(false));
         }
     }
 
@@ -543,18 +546,23 @@ impl RankCtx {
     }
 }
 
-/// A future that is ready on its second poll (lets `block_on` run one
-/// round of progress).
-struct Yield(bool);
+/// A future that is ready on its second poll and wakes nobody: `block_on`
+/// runs one round of progress between its two polls and, when the round
+/// did nothing, idles until the transport or a client has something (or
+/// the runtime's longest idle passes). A future that woke itself instead
+/// would keep the owner checking without ever idling: with more ranks
+/// than cores (four on the CI machine's two), the busy owners keep the
+/// ranks' workers and calling threads waiting for a core, and a case of
+/// many calls slows down by orders of magnitude.
+struct Round(bool);
 
-impl Future for Yield {
+impl Future for Round {
     type Output = ();
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+    fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
         if self.0 {
             Poll::Ready(())
         } else {
             self.0 = true;
-            cx.waker().wake_by_ref();
             Poll::Pending
         }
     }
