@@ -185,8 +185,10 @@ impl Runtime {
     }
 
     /// Drives `future` to completion on the owner thread: polls it, runs
-    /// bounded [`progress`](Self::progress) between polls, and parks
-    /// briefly (spinning first) when nothing happened. Not a general async
+    /// bounded [`progress`](Self::progress) between polls, and after a
+    /// round that did nothing or finished what it found (see
+    /// [`Progress::unfinished`]) waits on the transport (spinning first,
+    /// then parking briefly) until anything arrives. Not a general async
     /// executor: it drives one future and this runtime.
     ///
     /// When the first poll finds the future pending, the frames already
@@ -211,11 +213,16 @@ impl Runtime {
         self.send_queued();
         loop {
             let progress = self.progress();
-            if !progress.did_work() {
-                self.idle();
-            }
             if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
                 return output;
+            }
+            // A round that finished what it found leaves nothing that the
+            // wait would not see: it returns at once on an arrival, a
+            // client's frame or a worker's completion, so a second round
+            // would only find nothing (and, on a shared core, keep a
+            // worker that was just handed a job from starting it).
+            if !progress.did_work() || !progress.unfinished {
+                self.idle();
             }
         }
     }

@@ -30,6 +30,13 @@ pub struct Progress {
     pub dedup_expired: usize,
     /// Whether the driver reported activity.
     pub transport_active: bool,
+    /// Whether a step stopped before it finished what it found: it
+    /// reached its budget (the driver's events, the room left to answer
+    /// them, or any of the counts above), or the transport refused for now
+    /// a call it retried. The next round may then have work at once; when
+    /// this is false, what is left to do can only arrive anew, and
+    /// [`Runtime::block_on`] waits for it (see there).
+    pub unfinished: bool,
 }
 
 impl Progress {
@@ -44,6 +51,19 @@ impl Progress {
                 + self.released
                 + self.dedup_expired
                 > 0
+    }
+
+    /// Did a step that counts its items stop at `budget`?
+    fn reached(&self, budget: usize) -> bool {
+        [
+            self.completions,
+            self.expired,
+            self.cancels_sent,
+            self.responses_sent,
+            self.dedup_expired,
+        ]
+        .into_iter()
+        .any(|count| count >= budget)
     }
 
     /// Could this round have queued frames on the handle? Frames from
@@ -87,6 +107,9 @@ impl Runtime {
             Err(error) => self.fail_transport(error),
         }
         progress.events = self.handle_events(now);
+        // As many events as the driver was allowed (none, without room to
+        // answer them): it may hold more. Fewer: it handed out all it had.
+        let events_left = progress.events >= room;
         progress.completions = self.handle_completions(budget, now);
         progress.expired = self.expire_calls(budget, now);
         // Calls whose release the transport refused for now, tried again.
@@ -97,6 +120,7 @@ impl Runtime {
         progress.dedup_expired = self.server.expire(now, budget);
         self.hub.barriers.expire(now);
         self.hub.collectives.expire(now);
+        progress.unfinished = events_left || retried || progress.reached(budget);
         if retried || progress.may_have_queued() {
             let (sent, events) = self.flush(budget, now);
             progress.transport_active |= sent;
