@@ -481,9 +481,9 @@ impl RankCtx {
         self.rt().block_on(future)
     }
 
-    /// Progresses until `done` holds, checking it after every round of
-    /// progress; fails the case after [`PATIENCE`]. Between rounds that
-    /// find nothing to do the owner idles as in any `block_on` (see
+    /// Progresses until `done` holds, checking it after every other round
+    /// of progress; fails the case after [`PATIENCE`]. Between the rounds
+    /// the owner waits for something to happen, as in any `block_on` (see
     /// [`Round`]).
     pub(crate) fn wait_until(&mut self, what: &str, mut done: impl FnMut(&mut Self) -> bool) {
         let start = Instant::now();
@@ -493,7 +493,7 @@ impl RankCtx {
                 "rank {}: gave up waiting for {what}",
                 self.rank().get()
             );
-            self.rt().block_on(Round(false));
+            self.rt().block_on(Round(0));
         }
     }
 
@@ -546,23 +546,26 @@ impl RankCtx {
     }
 }
 
-/// A future that is ready on its second poll and wakes nobody: `block_on`
-/// runs one round of progress between its two polls and, when the round
-/// did nothing, idles until the transport or a client has something (or
-/// the runtime's longest idle passes). A future that woke itself instead
-/// would keep the owner checking without ever idling: with more ranks
-/// than cores (four on the CI machine's two), the busy owners keep the
-/// ranks' workers and calling threads waiting for a core, and a case of
-/// many calls slows down by orders of magnitude.
-struct Round(bool);
+/// A future that is ready on its third poll and wakes nobody. `block_on`
+/// polls a future after each round of progress, and after a round that
+/// finished what it found (or did nothing) it waits until the transport
+/// or a client has something (or the runtime's longest idle passes)
+/// before the next round. So between the first and the last poll of this
+/// future the owner runs a round, waits unless that round stopped at a
+/// budget, and runs another. A future that woke itself instead would keep
+/// the owner checking without ever waiting: with more ranks than cores
+/// (four on the CI machine's two), the busy owners keep the ranks'
+/// workers and calling threads waiting for a core, and a case of many
+/// calls slows down by orders of magnitude.
+struct Round(u8);
 
 impl Future for Round {
     type Output = ();
     fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
-        if self.0 {
+        self.0 += 1;
+        if self.0 == 3 {
             Poll::Ready(())
         } else {
-            self.0 = true;
             Poll::Pending
         }
     }
