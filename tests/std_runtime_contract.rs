@@ -15,10 +15,8 @@ use std::time::Duration;
 
 use dinah_core::wire::TraceId;
 use dinah_core::{Instant, ProtocolLimits, Rank, RuntimeLimits, RuntimeState, WorldSize};
+use dinah_std::transport::TransportError;
 use dinah_std::transport::memory::{FaultPlan, SimMode, SimNetwork};
-use dinah_std::transport::{
-    DriverCounts, TransportDriver, TransportError, TransportEvent, TransportHandle,
-};
 use dinah_std::{
     Action, ActionError, BuildError, CodecError, DEFAULT_DOMAIN, FailureKind, Runtime,
     RuntimeBuilder, RuntimeError, SegmentReader, SegmentWriter, SpawnOptions, WireValue, schema_id,
@@ -26,7 +24,10 @@ use dinah_std::{
 
 #[path = "support/gate.rs"]
 mod gate;
+#[path = "support/watched.rs"]
+mod watched;
 use gate::Gate;
+use watched::{Watch, Watched};
 
 /// Echoes its number; fails for odd numbers with the trace it saw.
 struct Probe(u64);
@@ -197,68 +198,39 @@ fn the_lifecycle_runs_through_running_draining_and_stopped() {
     assert_eq!(runtime.state(), RuntimeState::Stopped);
 }
 
-/// The in-memory driver with two things added for these tests: it fails as
-/// a whole once `fail` is set, and it records, for each idle wait, what
-/// the runtime told it of its workers just before.
-struct Watched<D> {
-    inner: D,
+/// What these tests add to the in-memory driver: it fails as a whole once
+/// `fail` is set, and it records, for each idle wait, what the runtime
+/// told it of its workers just before.
+#[derive(Default)]
+struct FailAndTold {
     fail: Arc<AtomicBool>,
     told: Option<bool>,
     waits: Arc<Mutex<Vec<bool>>>,
 }
 
-impl<D> Watched<D> {
-    fn new(inner: D) -> Self {
-        Self {
-            inner,
-            fail: Arc::default(),
-            told: None,
-            waits: Arc::default(),
-        }
-    }
-}
-
-impl<D: TransportDriver> TransportDriver for Watched<D> {
-    fn poll(
-        &mut self,
-        budget: usize,
-        events: &mut Vec<TransportEvent>,
-    ) -> Result<bool, TransportError> {
+impl Watch for FailAndTold {
+    fn poll(&mut self) -> Result<(), TransportError> {
         if self.fail.load(Ordering::SeqCst) {
             return Err(TransportError::Closed);
         }
-        self.inner.poll(budget, events)
+        Ok(())
     }
 
-    fn idle_wait(&mut self, spin: Duration, timeout: Duration) {
+    fn idle_wait(&mut self) {
         let told = self.told.take().expect("told before every idle wait");
         self.waits.lock().unwrap().push(told);
-        self.inner.idle_wait(spin, timeout);
     }
 
-    fn set_workers_running(&mut self, running: bool) {
+    fn workers_running(&mut self, running: bool) {
         self.told = Some(running);
-        self.inner.set_workers_running(running);
     }
+}
 
-    fn handle(&self) -> &TransportHandle {
-        self.inner.handle()
-    }
-
-    fn begin_shutdown(&mut self) {
-        self.inner.begin_shutdown();
-    }
-
-    fn is_drained(&self) -> bool {
-        self.inner.is_drained()
-    }
-
-    fn counts(&self) -> DriverCounts {
-        self.inner.counts()
-    }
-
-    fn close(&mut self, deadline: std::time::Instant) -> DriverCounts {
-        self.inner.close(deadline)
+/// `driver`, watched by a fresh [`FailAndTold`].
+fn watched<D>(driver: D) -> Watched<D, FailAndTold> {
+    Watched {
+        inner: driver,
+        watch: FailAndTold::default(),
     }
 }
 
@@ -272,8 +244,8 @@ fn a_transport_failure_fails_the_runtime_and_every_waiting_call() {
     builder.clock(Arc::new(network.clock()));
     let hello = builder.hello().unwrap();
     let (handle, driver) = network.endpoint(Rank::ZERO, hello.handle).unwrap();
-    let driver = Watched::new(driver);
-    let fail = Arc::clone(&driver.fail);
+    let driver = watched(driver);
+    let fail = Arc::clone(&driver.watch.fail);
     let mut runtime = builder.start(handle, driver).unwrap();
     let client = runtime.client();
     let mut waiting = client.spawn_on(world.rank(1).unwrap(), Probe(2));
@@ -312,8 +284,8 @@ fn before_each_idle_wait_the_driver_learns_whether_workers_run_jobs() {
     let builder = builder(limits(), &seen, &gate);
     let hello = builder.hello().unwrap();
     let (handle, driver) = network.endpoint(Rank::ZERO, hello.handle).unwrap();
-    let driver = Watched::new(driver);
-    let waits = Arc::clone(&driver.waits);
+    let driver = watched(driver);
+    let waits = Arc::clone(&driver.watch.waits);
     let mut runtime = builder.start(handle, driver).unwrap();
     let client = runtime.client();
     // Ready once an idle wait was told `running`; fails after 10 s.

@@ -11,13 +11,15 @@ use std::task::Poll;
 use std::time::Duration;
 
 use dinah_core::{ProtocolLimits, Rank, RuntimeLimits, WorldSize};
+use dinah_std::transport::TransportError;
 use dinah_std::transport::memory::{FaultPlan, SimMode, SimNetwork};
-use dinah_std::transport::{
-    DriverCounts, TransportDriver, TransportError, TransportEvent, TransportHandle,
-};
 use dinah_std::{
     CodecError, DEFAULT_DOMAIN, RemoteFuture, Runtime, SegmentReader, SegmentWriter, schema_id,
 };
+
+#[path = "support/watched.rs"]
+mod watched;
+use watched::{Watch, Watched};
 
 #[derive(Debug, Clone, PartialEq)]
 struct Inc(u64);
@@ -38,7 +40,7 @@ impl dinah_std::Action for Inc {
 }
 
 /// The runtime's polls of its driver (`P`) and waits on it (`W`), in
-/// order.
+/// order (the [`Watch`] of rank 1's driver).
 #[derive(Debug, Default)]
 struct Calls(RefCell<String>);
 
@@ -52,58 +54,14 @@ impl Calls {
     }
 }
 
-/// A driver that logs the runtime's polls and waits and otherwise does
-/// what the driver it wraps does.
-struct Counting<D> {
-    inner: D,
-    calls: Rc<Calls>,
-}
-
-impl<D: TransportDriver> TransportDriver for Counting<D> {
-    fn poll(
-        &mut self,
-        budget: usize,
-        events: &mut Vec<TransportEvent>,
-    ) -> Result<bool, TransportError> {
-        self.calls.log('P');
-        self.inner.poll(budget, events)
+impl Watch for Rc<Calls> {
+    fn poll(&mut self) -> Result<(), TransportError> {
+        self.log('P');
+        Ok(())
     }
 
-    fn flush(
-        &mut self,
-        budget: usize,
-        events: &mut Vec<TransportEvent>,
-    ) -> Result<bool, TransportError> {
-        self.inner.flush(budget, events)
-    }
-
-    fn idle_wait(&mut self, spin: Duration, timeout: Duration) {
-        self.calls.log('W');
-        self.inner.idle_wait(spin, timeout);
-    }
-
-    fn set_workers_running(&mut self, running: bool) {
-        self.inner.set_workers_running(running);
-    }
-
-    fn handle(&self) -> &TransportHandle {
-        self.inner.handle()
-    }
-
-    fn begin_shutdown(&mut self) {
-        self.inner.begin_shutdown();
-    }
-
-    fn is_drained(&self) -> bool {
-        self.inner.is_drained()
-    }
-
-    fn counts(&self) -> DriverCounts {
-        self.inner.counts()
-    }
-
-    fn close(&mut self, deadline: std::time::Instant) -> DriverCounts {
-        self.inner.close(deadline)
+    fn idle_wait(&mut self) {
+        self.log('W');
     }
 }
 
@@ -140,9 +98,9 @@ fn stepped_pair(per_round: u32) -> (SimNetwork, Vec<Runtime>, Rc<Calls>) {
             builder.clock(Arc::new(network.clock()));
             let hello = builder.hello().unwrap();
             let (handle, driver) = network.endpoint(rank, hello.handle).unwrap();
-            let driver = Counting {
+            let driver = Watched {
                 inner: driver,
-                calls: counted,
+                watch: counted,
             };
             builder.start(handle, driver).unwrap()
         })
