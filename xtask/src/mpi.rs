@@ -402,11 +402,27 @@ pub(crate) fn run_tcp_example(lane: &LaneRun, library: Library) -> Result<()> {
     ran
 }
 
-/// An address on `ip` whose port is free now.
+/// Where [`free_addr`] looks for ports: below Linux's default ephemeral
+/// range (32768 and up), from which the launcher's own listeners take
+/// theirs. A port picked there and freed again could be taken by the
+/// launcher before the rank binds it, and a rank would then send its
+/// hello to the launcher (Hydra failed the run on it).
+const FREE_PORTS: std::ops::Range<u16> = 20_000..32_000;
+
+/// An address on `ip` whose port is free now, outside the ephemeral range
+/// (see [`FREE_PORTS`]); the search starts at a place set by this
+/// process's ID, so that concurrent runs start apart.
 fn free_addr(ip: std::net::Ipv4Addr) -> Result<std::net::SocketAddr> {
-    std::net::TcpListener::bind((ip, 0))
-        .and_then(|listener| listener.local_addr())
-        .with_context(|| format!("finding a free port on {ip}"))
+    let span = u32::from(FREE_PORTS.end - FREE_PORTS.start);
+    let start = std::process::id() % span;
+    (0..span)
+        .map(|step| FREE_PORTS.start + ((start + step) % span) as u16)
+        .find_map(|port| {
+            std::net::TcpListener::bind((ip, port))
+                .and_then(|listener| listener.local_addr())
+                .ok()
+        })
+        .with_context(|| format!("finding a free port on {ip} in {FREE_PORTS:?}"))
 }
 
 /// One run of [`TCP_EXAMPLE`] with `vars` in every rank's environment
