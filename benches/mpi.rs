@@ -41,11 +41,14 @@ use std::time::{Duration, Instant};
 use dinah::core::wire::{Call, Channel, Message, RelativeDeadline};
 use dinah::core::{ActionId, DomainId, ProtocolLimits, Rank, RequestId, RuntimeLimits};
 use dinah::mpi::MpiTransport;
-use dinah::mpi::mpi::topology::{Process, SimpleCommunicator};
-use dinah::mpi::mpi::traits::{Communicator, CommunicatorCollectives, Destination, Source};
+use dinah::mpi::mpi::topology::SimpleCommunicator;
+use dinah::mpi::mpi::traits::{Communicator, CommunicatorCollectives};
 use dinah::mpi::mpi::{self, Threading};
 use dinah::std::transport::{TransportDriver, TransportEvent, TransportHandle, frame_buffers};
-use dinah::std::{Action, CodecError, Runtime, SegmentReader, SegmentWriter, WireValue, schema_id};
+use dinah::std::{
+    Action, CodecError, RemoteFuture, Runtime, RuntimeClient, SegmentReader, SegmentWriter,
+    WireValue, schema_id,
+};
 
 #[path = "support/echo.rs"]
 mod echo;
@@ -53,6 +56,9 @@ mod echo;
 mod frames;
 use echo::{Echo, EchoF64, EchoF64Pair};
 use frames::raw_frame;
+#[path = "support/raw_mpi.rs"]
+mod raw_mpi;
+use raw_mpi::{RawWait, lane_pingpong, raw_echo, raw_pingpong};
 
 /// An action that does nothing: the round trip is all overhead.
 struct Noop;
@@ -152,15 +158,140 @@ const SIZES: [usize; 10] = [
     4 << 20,
 ];
 
-fn main() -> Result<(), BoxError> {
-    let smoke = std::env::args().any(|arg| arg == "--test");
-    let plan = if smoke { SMOKE } else { FULL };
-    let filter = std::env::args().skip(1).find(|arg| !arg.starts_with("--"));
-    let wanted = |key: &str| {
-        filter
+/// What this run measures: the plan and the keys asked for.
+struct Options {
+    smoke: bool,
+    plan: Plan,
+    /// The first argument that is not a flag: comma-separated parts of keys.
+    filter: Option<String>,
+}
+
+impl Options {
+    fn from_args() -> Self {
+        let smoke = std::env::args().any(|arg| arg == "--test");
+        Self {
+            smoke,
+            plan: if smoke { SMOKE } else { FULL },
+            filter: std::env::args().skip(1).find(|arg| !arg.starts_with("--")),
+        }
+    }
+
+    /// Whether the measurement of `key` runs.
+    fn wanted(&self, key: &str) -> bool {
+        self.filter
             .as_deref()
             .is_none_or(|f| f.split(',').any(|f| key.contains(f)))
-    };
+    }
+}
+
+/// The floors, measured on every rank before the runtime starts (its
+/// threads would share the cores with them).
+struct Floors {
+    /// The raw 8-byte ping-pong: the floor of every round-trip ratio.
+    raw_8: Duration,
+    /// The 8-byte ping-pong received as the driver does, then by matched
+    /// probes.
+    waited_8: [Option<Duration>; 2],
+    pool_hop_8: Option<Duration>,
+    /// Each of [`SIZES`]: the raw ping-pong and the raw echo.
+    sweep: Vec<(Duration, Duration)>,
+    transport_8: Option<Duration>,
+}
+
+impl Floors {
+    fn measure(world: &SimpleCommunicator, options: &Options) -> Result<Self, BoxError> {
+        let plan = options.plan;
+        let raw_8 = median(plan.batches, || {
+            raw_pingpong(world, 8, plan.pingpongs, None)
+        });
+        let waited_8 = [RawWait::AsTheDriver, RawWait::MatchedProbes].map(|wait| {
+            options
+                .wanted("raw-probe")
+                .then(|| median(plan.batches, || lane_pingpong(world, plan.pingpongs, wait)))
+        });
+        // Only the serving rank has a pool; its one thread is the runtime's
+        // `workers_per_domain` below, and it is told to exit before the
+        // runtime starts its own.
+        let pool_hop_8 = options.wanted("raw-pool-hop").then(|| {
+            let pool = (world.rank() == 1).then(|| {
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(1)
+                    .build()
+                    .expect("a Rayon pool")
+            });
+            median(plan.batches, || {
+                raw_pingpong(world, 8, plan.pingpongs, pool.as_ref())
+            })
+        });
+        // Each size's two raw floors: the ping-pong, then the echo.
+        let sweep = if options.wanted("sweep") {
+            let iterations = plan.sweep_iterations;
+            SIZES
+                .iter()
+                .map(|&size| {
+                    (
+                        median(plan.batches, || raw_pingpong(world, size, iterations, None)),
+                        median(plan.batches, || raw_echo(world, size, iterations)),
+                    )
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let transport_8 = options
+            .wanted("transport")
+            .then(|| transport_pingpong(world, plan.batches, plan.pingpongs))
+            .transpose()?;
+        Ok(Self {
+            raw_8,
+            waited_8,
+            pool_hop_8,
+            sweep,
+            transport_8,
+        })
+    }
+
+    /// The floors' rows, each beside the raw ping-pong.
+    fn rows(&self, table: &mut Table) {
+        let raw_8 = self.raw_8;
+        let ratio = |of: Duration| of.as_secs_f64() / raw_8.as_secs_f64();
+        table.row(
+            "raw mpi 8 B ping-pong (immediate + test)",
+            fmt_us(raw_8),
+            "floor".into(),
+        );
+        if let Some(pool_hop) = self.pool_hop_8 {
+            table.row(
+                "raw mpi 8 B ping-pong, pool-hop reference",
+                fmt_us(pool_hop),
+                format!(
+                    "{:.1}x raw: a pooled handler's two hand-offs alone",
+                    ratio(pool_hop)
+                ),
+            );
+        }
+        let probe_rows = [
+            "raw mpi 8 B ping-pong, received as the driver does",
+            "raw mpi 8 B ping-pong, matched probes + immediate receive",
+        ];
+        for (name, probed) in probe_rows.into_iter().zip(self.waited_8) {
+            if let Some(probed) = probed {
+                let note = format!("{:.1}x raw, no runtime", ratio(probed));
+                table.row(name, fmt_us(probed), note);
+            }
+        }
+        if let Some(transport) = self.transport_8 {
+            table.row(
+                "transport alone: a no-op's frames through the MPI driver, no runtime",
+                fmt_us(transport),
+                format!("{:.1}x raw", ratio(transport)),
+            );
+        }
+    }
+}
+
+fn main() -> Result<(), BoxError> {
+    let options = Options::from_args();
     let (universe, threading) =
         mpi::initialize_with_threading(Threading::Funneled).ok_or("MPI initialised twice")?;
     if threading < Threading::Funneled {
@@ -172,212 +303,16 @@ fn main() -> Result<(), BoxError> {
         return Ok(());
     }
     let rank = world.rank();
-    let mut table = Table::default();
     // Raw MPI first, before dinah's runtime threads exist.
-    let raw_8 = median(plan.batches, || {
-        raw_pingpong(&world, 8, plan.pingpongs, None)
-    });
-    let waited_8 = [RawWait::AsTheDriver, RawWait::MatchedProbes].map(|wait| {
-        wanted("raw-probe")
-            .then(|| median(plan.batches, || lane_pingpong(&world, plan.pingpongs, wait)))
-    });
-    // Only the serving rank has a pool; its one thread is the runtime's
-    // `workers_per_domain` below, and it is told to exit before the
-    // runtime starts its own.
-    let pool_hop_8 = wanted("raw-pool-hop").then(|| {
-        let pool = (rank == 1).then(|| {
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(1)
-                .build()
-                .expect("a Rayon pool")
-        });
-        median(plan.batches, || {
-            raw_pingpong(&world, 8, plan.pingpongs, pool.as_ref())
-        })
-    });
-    // Each size's two raw floors: the ping-pong, then the echo.
-    let (raw_sweep, echo_sweep): (Vec<_>, Vec<_>) = SIZES
-        .iter()
-        .map(|&size| {
-            if !wanted("sweep") {
-                return (Duration::ZERO, Duration::ZERO);
-            }
-            let iterations = plan.sweep_iterations;
-            (
-                median(plan.batches, || {
-                    raw_pingpong(&world, size, iterations, None)
-                }),
-                median(plan.batches, || raw_echo(&world, size, iterations)),
-            )
-        })
-        .unzip();
-    let transport_8 = wanted("transport")
-        .then(|| transport_pingpong(&world, plan.batches, plan.pingpongs))
-        .transpose()?;
+    let floors = Floors::measure(&world, &options)?;
     let stop = Arc::new(AtomicBool::new(false));
     let mut runtime = start_runtime(&world, &stop)?;
     world.barrier();
+    let mut table = Table::default();
     if rank == 0 {
-        let peer = runtime.world().rank(1)?;
-        let client = runtime.client();
-        // Warm up: connections, buffers, worker threads.
-        for _ in 0..100 {
-            runtime.block_on(client.spawn_on(peer, Noop))?;
-        }
-        table.row(
-            "raw mpi 8 B ping-pong (immediate + test)",
-            fmt_us(raw_8),
-            "floor".into(),
-        );
-        let probe_rows = [
-            "raw mpi 8 B ping-pong, received as the driver does",
-            "raw mpi 8 B ping-pong, matched probes + immediate receive",
-        ];
-        if let Some(pool_hop) = pool_hop_8 {
-            let ratio = pool_hop.as_secs_f64() / raw_8.as_secs_f64();
-            table.row(
-                "raw mpi 8 B ping-pong, pool-hop reference",
-                fmt_us(pool_hop),
-                format!("{ratio:.1}x raw: a pooled handler's two hand-offs alone"),
-            );
-        }
-        for (name, probed) in probe_rows.into_iter().zip(waited_8) {
-            if let Some(probed) = probed {
-                let ratio = probed.as_secs_f64() / raw_8.as_secs_f64();
-                table.row(name, fmt_us(probed), format!("{ratio:.1}x raw, no runtime"));
-            }
-        }
-        if let Some(transport) = transport_8 {
-            let ratio = transport.as_secs_f64() / raw_8.as_secs_f64();
-            table.row(
-                "transport alone: a no-op's frames through the MPI driver, no runtime",
-                fmt_us(transport),
-                format!("{ratio:.1}x raw"),
-            );
-        }
-        // Both no-ops: the handler on a worker (pooled), then inline.
-        for inline in [false, true] {
-            let kind = if inline { "inline" } else { "pooled" };
-            let call = |client: &dinah::std::RuntimeClient| {
-                if inline {
-                    client.spawn_on(peer, NoopInline)
-                } else {
-                    client.spawn_on(peer, Noop)
-                }
-            };
-            if wanted(&format!("round-trip-{kind}")) {
-                let one = median(plan.batches, || {
-                    let start = Instant::now();
-                    for _ in 0..plan.round_trips {
-                        runtime.block_on(call(&client)).expect("no-op");
-                    }
-                    start.elapsed() / plan.round_trips as u32
-                });
-                let ratio = one.as_secs_f64() / raw_8.as_secs_f64();
-                // A pooled handler's round trip adds two hand-offs between
-                // threads on the serving rank.
-                let limit = if inline { 2.0 } else { 4.0 };
-                let met = if ratio <= limit { "met" } else { "not met" };
-                table.row(
-                    &format!("dinah no-op round trip, 1 in flight, {kind}"),
-                    fmt_us(one),
-                    format!("<= {limit}x raw: {ratio:.1}x, {met}"),
-                );
-            }
-            if wanted(&format!("pipelined-{kind}")) {
-                let pipelined = median(plan.batches, || {
-                    let start = Instant::now();
-                    let mut in_flight = VecDeque::with_capacity(plan.window);
-                    let mut issued = 0;
-                    while issued < plan.pipelined.min(plan.window) {
-                        in_flight.push_back(call(&client));
-                        issued += 1;
-                    }
-                    while let Some(pending) = in_flight.pop_front() {
-                        runtime.block_on(pending).expect("no-op");
-                        if issued < plan.pipelined {
-                            in_flight.push_back(call(&client));
-                            issued += 1;
-                        }
-                    }
-                    start.elapsed() / plan.pipelined as u32
-                });
-                let rate = 1.0 / pipelined.as_secs_f64();
-                let met = if rate >= 1e6 { "met" } else { "not met" };
-                table.row(
-                    &format!("dinah no-op, {} in flight, {kind}", plan.window),
-                    format!("{rate:.0} actions/s"),
-                    format!(">= 1,000,000/s: {met}"),
-                );
-            }
-        }
-        let mut numbers_rows = Vec::new();
-        let sweep = SIZES.iter().zip(raw_sweep.iter().zip(&echo_sweep));
-        for (&size, (raw, raw_echo)) in sweep.filter(|_| wanted("sweep")) {
-            // Each echo sends the buffer the previous one brought back, as
-            // the raw ping-pong sends the buffer it has just read into: an
-            // echo consumes its argument.
-            let echo = median(plan.batches, || {
-                let mut message = vec![0x5a; size];
-                let start = Instant::now();
-                for _ in 0..plan.sweep_iterations {
-                    message = runtime
-                        .block_on(client.spawn_on(peer, Echo(message)))
-                        .expect("echo");
-                    assert_eq!(message.len(), size);
-                }
-                start.elapsed() / plan.sweep_iterations as u32
-            });
-            let numbers = median(plan.batches, || {
-                let mut message = vec![0.5f64; size / 8];
-                let start = Instant::now();
-                for _ in 0..plan.sweep_iterations {
-                    message = runtime
-                        .block_on(client.spawn_on(peer, EchoF64(message)))
-                        .expect("echo");
-                    assert_eq!(message.len(), size / 8);
-                }
-                start.elapsed() / plan.sweep_iterations as u32
-            });
-            // The same bytes as two vectors: the first a middle part of
-            // its frame, the second its tail.
-            let pairs = median(plan.batches, || {
-                let mut message = (vec![0.5f64; size / 16], vec![0.25f64; size / 16]);
-                let start = Instant::now();
-                for _ in 0..plan.sweep_iterations {
-                    let (a, b) = message;
-                    message = runtime
-                        .block_on(client.spawn_on(peer, EchoF64Pair(a, b)))
-                        .expect("echo");
-                    assert_eq!(message.1.len(), size / 16);
-                }
-                start.elapsed() / plan.sweep_iterations as u32
-            });
-            table.payload_row("", size, *raw, echo);
-            table.raw_echo_row(size, *raw_echo, echo);
-            numbers_rows.push((size, *raw, numbers, pairs));
-        }
-        for &(size, raw, numbers, _) in &numbers_rows {
-            table.payload_row(" as f64", size, raw, numbers);
-        }
-        for &(size, raw, _, pairs) in &numbers_rows {
-            table.payload_row(" as two f64 vectors", size, raw, pairs);
-        }
-        let me = runtime.rank();
-        for peer in runtime.world().ranks().filter(|&r| r != me) {
-            runtime.block_on(client.spawn_on(peer, Stop))?;
-        }
+        measure(&mut runtime, &options, &floors, &mut table)?;
     } else {
-        let stop = Arc::clone(&stop);
-        runtime.block_on(std::future::poll_fn(|cx| {
-            // `block_on` polls again after every round of progress.
-            let _ = cx;
-            if stop.load(Ordering::Acquire) {
-                std::task::Poll::Ready(())
-            } else {
-                std::task::Poll::Pending
-            }
-        }));
+        serve(&mut runtime, &stop);
     }
     // Rank 1's shutdown still sends the answer to `Stop` (queued responses
     // are flushed before the goodbyes).
@@ -385,14 +320,214 @@ fn main() -> Result<(), BoxError> {
     if rank == 0 {
         println!(
             "\nbenches/mpi{} (2 ranks, median of {} batches)\n",
-            if smoke { " --test" } else { "" },
-            plan.batches
+            if options.smoke { " --test" } else { "" },
+            options.plan.batches
         );
         table.print();
         println!("\nrank 0 shutdown: clean = {}, {report}", report.is_clean());
     }
     drop(universe);
     Ok(())
+}
+
+/// Rank 0: every measurement of dinah asked for, each beside its floor,
+/// then `Stop` to every other rank.
+fn measure(
+    runtime: &mut Runtime,
+    options: &Options,
+    floors: &Floors,
+    table: &mut Table,
+) -> Result<(), BoxError> {
+    let peer = runtime.world().rank(1)?;
+    let client = runtime.client();
+    // Warm up: connections, buffers, worker threads.
+    for _ in 0..100 {
+        runtime.block_on(client.spawn_on(peer, Noop))?;
+    }
+    floors.rows(table);
+    // Both no-ops: the handler on a worker (pooled), then inline.
+    for inline in [false, true] {
+        let kind = if inline { "inline" } else { "pooled" };
+        let calls = NoopCalls { peer, inline };
+        if options.wanted(&format!("round-trip-{kind}")) {
+            let one = round_trip(runtime, &calls, options.plan);
+            let ratio = one.as_secs_f64() / floors.raw_8.as_secs_f64();
+            // A pooled handler's round trip adds two hand-offs between
+            // threads on the serving rank.
+            let limit = if inline { 2.0 } else { 4.0 };
+            let met = if ratio <= limit { "met" } else { "not met" };
+            table.row(
+                &format!("dinah no-op round trip, 1 in flight, {kind}"),
+                fmt_us(one),
+                format!("<= {limit}x raw: {ratio:.1}x, {met}"),
+            );
+        }
+        if options.wanted(&format!("pipelined-{kind}")) {
+            let rate = 1.0 / pipelined(runtime, &calls, options.plan).as_secs_f64();
+            let met = if rate >= 1e6 { "met" } else { "not met" };
+            table.row(
+                &format!("dinah no-op, {} in flight, {kind}", options.plan.window),
+                format!("{rate:.0} actions/s"),
+                format!(">= 1,000,000/s: {met}"),
+            );
+        }
+    }
+    if options.wanted("sweep") {
+        sweep(runtime, peer, options.plan, &floors.sweep, table);
+    }
+    let client = runtime.client();
+    let me = runtime.rank();
+    for other in runtime.world().ranks().filter(|&r| r != me) {
+        runtime.block_on(client.spawn_on(other, Stop))?;
+    }
+    Ok(())
+}
+
+/// Every other rank: serves until rank 0's `Stop` runs here.
+fn serve(runtime: &mut Runtime, stop: &AtomicBool) {
+    runtime.block_on(std::future::poll_fn(|cx| {
+        // `block_on` polls again after every round of progress.
+        let _ = cx;
+        if stop.load(Ordering::Acquire) {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    }));
+}
+
+/// The no-op calls to one peer: pooled or inline.
+struct NoopCalls {
+    peer: Rank,
+    inline: bool,
+}
+
+impl NoopCalls {
+    fn call(&self, client: &RuntimeClient) -> RemoteFuture<()> {
+        if self.inline {
+            client.spawn_on(self.peer, NoopInline)
+        } else {
+            client.spawn_on(self.peer, Noop)
+        }
+    }
+}
+
+/// The mean no-op round trip with one call in flight, median of the
+/// plan's batches.
+fn round_trip(runtime: &mut Runtime, calls: &NoopCalls, plan: Plan) -> Duration {
+    let client = runtime.client();
+    median(plan.batches, || {
+        let start = Instant::now();
+        for _ in 0..plan.round_trips {
+            runtime.block_on(calls.call(&client)).expect("no-op");
+        }
+        start.elapsed() / plan.round_trips as u32
+    })
+}
+
+/// The mean time per no-op with the plan's window of calls in flight (a
+/// new call issued as each oldest one is answered), median of the plan's
+/// batches.
+fn pipelined(runtime: &mut Runtime, calls: &NoopCalls, plan: Plan) -> Duration {
+    let client = runtime.client();
+    median(plan.batches, || {
+        let start = Instant::now();
+        let mut in_flight = VecDeque::with_capacity(plan.window);
+        let mut issued = 0;
+        while issued < plan.pipelined.min(plan.window) {
+            in_flight.push_back(calls.call(&client));
+            issued += 1;
+        }
+        while let Some(pending) = in_flight.pop_front() {
+            runtime.block_on(pending).expect("no-op");
+            if issued < plan.pipelined {
+                in_flight.push_back(calls.call(&client));
+                issued += 1;
+            }
+        }
+        start.elapsed() / plan.pipelined as u32
+    })
+}
+
+/// The payload rows: for each of [`SIZES`] dinah's echo of bytes, of a
+/// `Vec<f64>` and of two `Vec<f64>` of half the bytes each, beside the
+/// raw ping-pong and echo of that size (`floors`).
+fn sweep(
+    runtime: &mut Runtime,
+    peer: Rank,
+    plan: Plan,
+    floors: &[(Duration, Duration)],
+    table: &mut Table,
+) {
+    let client = runtime.client();
+    // Each echo sends the value the previous one brought back, as the raw
+    // ping-pong sends the buffer it has just read into: an echo consumes
+    // its argument.
+    let mut echoes = |make: &dyn Fn() -> EchoValue| {
+        median(plan.batches, || {
+            let mut value = make();
+            let start = Instant::now();
+            for _ in 0..plan.sweep_iterations {
+                value = value.echo(runtime, &client, peer);
+            }
+            start.elapsed() / plan.sweep_iterations as u32
+        })
+    };
+    let mut numbers_rows = Vec::new();
+    for (&size, &(raw, raw_echo)) in SIZES.iter().zip(floors) {
+        let echo = echoes(&|| EchoValue::Bytes(vec![0x5a; size]));
+        let numbers = echoes(&|| EchoValue::Numbers(vec![0.5; size / 8]));
+        // The same bytes as two vectors: the first a middle part of its
+        // frame, the second its tail.
+        let pairs = echoes(&|| EchoValue::Pair(vec![0.5; size / 16], vec![0.25; size / 16]));
+        table.payload_row("", size, raw, echo);
+        table.raw_echo_row(size, raw_echo, echo);
+        numbers_rows.push((size, raw, numbers, pairs));
+    }
+    for &(size, raw, numbers, _) in &numbers_rows {
+        table.payload_row(" as f64", size, raw, numbers);
+    }
+    for &(size, raw, _, pairs) in &numbers_rows {
+        table.payload_row(" as two f64 vectors", size, raw, pairs);
+    }
+}
+
+/// A payload the sweep echoes, as one of the three echo actions takes it.
+enum EchoValue {
+    Bytes(Vec<u8>),
+    Numbers(Vec<f64>),
+    Pair(Vec<f64>, Vec<f64>),
+}
+
+impl EchoValue {
+    /// Echoes this value off `peer` and returns what came back, checked to
+    /// be as long as what went.
+    fn echo(self, runtime: &mut Runtime, client: &RuntimeClient, peer: Rank) -> Self {
+        match self {
+            Self::Bytes(bytes) => {
+                let len = bytes.len();
+                let back = runtime.block_on(client.spawn_on(peer, Echo(bytes)));
+                let back = back.expect("echo");
+                assert_eq!(back.len(), len);
+                Self::Bytes(back)
+            }
+            Self::Numbers(numbers) => {
+                let len = numbers.len();
+                let back = runtime.block_on(client.spawn_on(peer, EchoF64(numbers)));
+                let back = back.expect("echo");
+                assert_eq!(back.len(), len);
+                Self::Numbers(back)
+            }
+            Self::Pair(a, b) => {
+                let len = b.len();
+                let (a, b) = runtime
+                    .block_on(client.spawn_on(peer, EchoF64Pair(a, b)))
+                    .expect("echo");
+                assert_eq!(b.len(), len);
+                Self::Pair(a, b)
+            }
+        }
+    }
 }
 
 /// A runtime for this rank with limits that admit 1,024 calls in flight.
@@ -519,236 +654,6 @@ fn send_frame(handle: &TransportHandle, peer: Rank, frame: &[u8]) {
     handle
         .try_send(peer, Channel::Action, copy)
         .expect("one frame in flight fits the lane");
-}
-
-/// Mean round trip of `iterations` ping-pongs of `size` bytes between
-/// ranks 0 and 1 with immediate sends and receives completed by polling
-/// `test()`. Other ranks only take part in the barrier.
-///
-/// With a `hop` pool (given on rank 1 only), this is the pool-hop
-/// reference: a pooled handler's two hand-offs on the serving side. Rank 1
-/// spawns each request's no-op on the pool, and its main thread, the only
-/// one that calls MPI (as the runtime's owner thread is), sends the reply
-/// once the worker has set a flag, which it polls yielding its core
-/// between looks, as the owner does before it parks. What dinah's pooled
-/// round trip is set beside, not a floor: its cost varies widely from run
-/// to run.
-fn raw_pingpong(
-    world: &SimpleCommunicator,
-    size: usize,
-    iterations: usize,
-    hop: Option<&rayon::ThreadPool>,
-) -> Duration {
-    let send = vec![0xa5u8; size];
-    let mut receive = vec![0u8; size];
-    let done = Arc::new(AtomicBool::new(false));
-    timed_pair(world, iterations, |rank, peer| {
-        for _ in 0..iterations {
-            if rank == 0 {
-                send_and_receive(&peer, &send, &mut receive);
-            } else {
-                receive_from(&peer, &mut receive);
-                if let Some(pool) = hop {
-                    let finished = Arc::clone(&done);
-                    pool.spawn(move || finished.store(true, Ordering::Release));
-                    while !done.swap(false, Ordering::Acquire) {
-                        std::thread::yield_now();
-                    }
-                }
-                send_to(&peer, &send);
-            }
-        }
-    })
-}
-
-/// The raw payload echo between ranks 0 and 1: each sends back the buffer
-/// it has just received into (rank 0 sends first), as dinah's echo sends
-/// the vector the previous echo returned: every message is bytes the other
-/// rank has just written, where [`raw_pingpong`] sends a buffer nobody
-/// writes (with Open MPI's single-copy transfers on, that makes it about
-/// twice as fast as this echo from 64 KiB to 1 MiB). Other ranks only take
-/// part in the barrier.
-fn raw_echo(world: &SimpleCommunicator, size: usize, iterations: usize) -> Duration {
-    let mut buffer = vec![0xa5u8; size];
-    // Rank 0 posts its receive before its send, as `raw_pingpong` does, so
-    // it receives into a second buffer and sends that one next.
-    let mut spare = vec![0u8; size];
-    timed_pair(world, iterations, |rank, peer| {
-        for _ in 0..iterations {
-            if rank == 0 {
-                send_and_receive(&peer, &buffer, &mut spare);
-                std::mem::swap(&mut buffer, &mut spare);
-            } else {
-                receive_from(&peer, &mut buffer);
-                send_to(&peer, &buffer);
-            }
-        }
-    })
-}
-
-/// Runs `exchange` on ranks 0 and 1 (given its rank and the other one)
-/// between two barriers and returns the time per iteration; other ranks
-/// only take part in the barriers.
-fn timed_pair(
-    world: &SimpleCommunicator,
-    iterations: usize,
-    exchange: impl FnOnce(mpi::Rank, Process<'_>),
-) -> Duration {
-    let rank = world.rank();
-    world.barrier();
-    let start = Instant::now();
-    if rank <= 1 {
-        exchange(rank, world.process_at_rank(1 - rank));
-    }
-    let elapsed = start.elapsed();
-    world.barrier();
-    elapsed / iterations.max(1) as u32
-}
-
-/// One step of the calling side of a ping-pong: the receive posted before
-/// the send, then both completed.
-fn send_and_receive(peer: &Process<'_>, send: &[u8], receive: &mut [u8]) {
-    mpi::request::scope(|scope| {
-        let received = peer.immediate_receive_into(scope, receive);
-        let sent = peer.immediate_send(scope, send);
-        complete(sent);
-        complete(received);
-    });
-}
-
-/// Receives one message from `peer` into `buffer`.
-fn receive_from(peer: &Process<'_>, buffer: &mut [u8]) {
-    mpi::request::scope(|scope| complete(peer.immediate_receive_into(scope, buffer)));
-}
-
-/// Sends `buffer` to `peer`.
-fn send_to(peer: &Process<'_>, buffer: &[u8]) {
-    mpi::request::scope(|scope| complete(peer.immediate_send(scope, buffer)));
-}
-
-/// How the receiving side of [`lane_pingpong`] waits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum RawWait {
-    /// As the MPI driver does: a receive posted in advance from any source
-    /// on each of two tags (control and action), the control one tested
-    /// before the action one until one completes; the completed receive
-    /// is posted again before the reply is sent.
-    AsTheDriver,
-    /// The receive path the driver had before its posted receives:
-    /// `MPI_Improbe` on the control tag, then on the action tag, until one
-    /// matches; then `MPI_Imrecv` polled with `test()`.
-    MatchedProbes,
-}
-
-/// The tag of the raw ping-pongs that stands for the driver's control
-/// lane (nothing is sent on it).
-const CONTROL: mpi::Tag = 11;
-/// The tag that stands for the action lane.
-const ACTION: mpi::Tag = 12;
-
-/// The raw 8-byte ping-pong again, between ranks 0 and 1 on two tags,
-/// each message received the `wait` way. No runtime, no frames: what the
-/// receive path alone costs a round trip. Other ranks only take part in
-/// the barrier.
-fn lane_pingpong(world: &SimpleCommunicator, iterations: usize, wait: RawWait) -> Duration {
-    timed_pair(world, iterations, |_, _| match wait {
-        RawWait::AsTheDriver => posted_pingpong(world, iterations),
-        RawWait::MatchedProbes => probed_pingpong(world, iterations),
-    })
-}
-
-/// [`RawWait::AsTheDriver`]. Rank 1 posts its next receive before it sends
-/// each reply, as the driver posts a slot again when it takes a message.
-fn posted_pingpong(world: &SimpleCommunicator, iterations: usize) {
-    let rank = world.rank();
-    let peer = world.process_at_rank(1 - rank);
-    let any = world.any_process();
-    let send = [0xa5u8; 8];
-    let mut control_buffer = [0u8; 8];
-    let mut receive = [0u8; 8];
-    mpi::request::scope(|outer| {
-        // Nothing is sent on the control tag: its receive is tested every
-        // time, as the driver's control ring is, and cancelled at the end.
-        let mut control =
-            Some(any.immediate_receive_into_with_tag(outer, &mut control_buffer[..], CONTROL));
-        for index in 0..iterations {
-            mpi::request::scope(|scope| {
-                let mut action =
-                    Some(any.immediate_receive_into_with_tag(scope, &mut receive[..], ACTION));
-                if rank == 0 || index > 0 {
-                    complete(peer.immediate_send_with_tag(scope, &send[..], ACTION));
-                }
-                loop {
-                    let pending = control.take().expect("posted");
-                    control = Some(
-                        pending
-                            .test()
-                            .expect_err("nothing is sent on the control tag"),
-                    );
-                    match action.take().expect("posted").test() {
-                        Ok(_) => break,
-                        Err(pending) => action = Some(pending),
-                    }
-                }
-            });
-        }
-        if rank == 1 {
-            mpi::request::scope(|scope| {
-                complete(peer.immediate_send_with_tag(scope, &send[..], ACTION));
-            });
-        }
-        let control = control.take().expect("posted");
-        control.cancel();
-        complete(control);
-    });
-}
-
-/// [`RawWait::MatchedProbes`].
-fn probed_pingpong(world: &SimpleCommunicator, iterations: usize) {
-    let rank = world.rank();
-    let peer = world.process_at_rank(1 - rank);
-    let any = world.any_process();
-    let send = [0xa5u8; 8];
-    let mut receive = [0u8; 8];
-    let send_one = || {
-        mpi::request::scope(|scope| {
-            complete(peer.immediate_send_with_tag(scope, &send[..], ACTION));
-        });
-    };
-    let mut wait_and_receive = || {
-        let (message, _) = loop {
-            if let Some(found) = any.immediate_matched_probe_with_tag(CONTROL) {
-                break found;
-            }
-            if let Some(found) = any.immediate_matched_probe_with_tag(ACTION) {
-                break found;
-            }
-        };
-        mpi::request::scope(|scope| {
-            complete(message.immediate_matched_receive_into(scope, &mut receive[..]));
-        });
-    };
-    for _ in 0..iterations {
-        if rank == 0 {
-            send_one();
-            wait_and_receive();
-        } else {
-            wait_and_receive();
-            send_one();
-        }
-    }
-}
-
-/// Polls `request` with `test()` until it completes.
-fn complete<'a, D: ?Sized, S: mpi::request::Scope<'a>>(
-    mut request: mpi::request::Request<'a, D, S>,
-) {
-    loop {
-        match request.test() {
-            Ok(_) => return,
-            Err(pending) => request = pending,
-        }
-    }
 }
 
 fn median(batches: usize, mut measure: impl FnMut() -> Duration) -> Duration {
