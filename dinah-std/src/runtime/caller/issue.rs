@@ -177,34 +177,48 @@ impl RuntimeClient {
             (false, Backpressure::FailFast) => Pacing::FailFast,
         };
         let len = frame.len() as u64;
-        match hub.calls.begin(info, deadline, frame, pacing) {
-            Ok(Begun::Sent(ticket)) => {
-                hub.handle.wakeup().wake();
-                hub.metrics.record_bytes_sent(len);
-                Ok(ticket)
-            }
-            Ok(Begun::Waiting(ticket)) => Ok(ticket),
-            Ok(Begun::Local(release)) => {
-                let (ticket, request) = (release.ticket, release.info.call.request);
-                submit_local(hub, release)
-                    .inspect_err(|_| hub.calls.unsubmitted(ticket, request, None))?;
-                Ok(ticket)
-            }
-            Err(BeginError::Send(refused)) => Err(send_refusal(hub, rank, refused)),
-            Err(BeginError::Full | BeginError::Exhausted) => {
-                Err(exhausted(LimitField::MaxPendingCalls))
-            }
-            Err(BeginError::WaitingBytes) => Err(exhausted(LimitField::MaxRetainedBytes)),
-            // The target's domain has no room for this rank's call.
-            Err(BeginError::Busy) => Err(RuntimeError::ResourceExhausted {
-                limit: LimitField::MaxActionQueue,
-                side: if rank == hub.rank {
-                    Side::Local
-                } else {
-                    Side::Remote
-                },
-            }),
+        let begun = hub.calls.begin(info, deadline, frame, pacing);
+        on_begun(hub, rank, len, begun)
+    }
+}
+
+/// What [`issue`](RuntimeClient::issue) returns once the call table took
+/// (or refused) a call of `len` encoded bytes to `rank`: its ticket, after
+/// waking the owner for a frame sent or submitting a call to this rank;
+/// or the refusal as the runtime's error.
+fn on_begun(
+    hub: &Hub,
+    rank: Rank,
+    len: u64,
+    begun: Result<Begun, BeginError>,
+) -> Result<Ticket, RuntimeError> {
+    match begun {
+        Ok(Begun::Sent(ticket)) => {
+            hub.handle.wakeup().wake();
+            hub.metrics.record_bytes_sent(len);
+            Ok(ticket)
         }
+        Ok(Begun::Waiting(ticket)) => Ok(ticket),
+        Ok(Begun::Local(release)) => {
+            let (ticket, request) = (release.ticket, release.info.call.request);
+            submit_local(hub, release)
+                .inspect_err(|_| hub.calls.unsubmitted(ticket, request, None))?;
+            Ok(ticket)
+        }
+        Err(BeginError::Send(refused)) => Err(send_refusal(hub, rank, refused)),
+        Err(BeginError::Full | BeginError::Exhausted) => {
+            Err(exhausted(LimitField::MaxPendingCalls))
+        }
+        Err(BeginError::WaitingBytes) => Err(exhausted(LimitField::MaxRetainedBytes)),
+        // The target's domain has no room for this rank's call.
+        Err(BeginError::Busy) => Err(RuntimeError::ResourceExhausted {
+            limit: LimitField::MaxActionQueue,
+            side: if rank == hub.rank {
+                Side::Local
+            } else {
+                Side::Remote
+            },
+        }),
     }
 }
 

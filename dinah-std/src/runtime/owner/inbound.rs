@@ -2,13 +2,15 @@
 //! here, then handed to the caller's table or the serving side), peers
 //! going down, sends that failed.
 
-use dinah_core::wire::{Channel, DecodeContext, ErrorCode, FrameRef, Message, decode_frame};
+use dinah_core::wire::{Call, Channel, DecodeContext, ErrorCode, FrameRef, Message, decode_frame};
 use dinah_core::{Instant, Rank};
 
+use super::OwnerCounts;
 use crate::runtime::Runtime;
 use crate::runtime::caller::CallOutcome;
 use crate::runtime::error::RuntimeError;
 use crate::runtime::frames::decode_received;
+use crate::runtime::hub::Hub;
 use crate::transport::{Frame, TransportEvent};
 
 impl Runtime {
@@ -120,27 +122,7 @@ impl Runtime {
                 let text = FrameRef::from_decoded(*header, bytes.head())
                     .and_then(|frame| frame.error_text())
                     .unwrap_or("");
-                let late = hub.calls.complete(call.request, |info| {
-                    if info.peer != from || info.call.action != call.action {
-                        counts.failed();
-                        return CallOutcome::Failed(mismatch(from));
-                    }
-                    // The target decided the deadline had passed.
-                    if code == ErrorCode::DeadlineExceeded {
-                        counts.deadline_expiry();
-                    } else {
-                        counts.failed();
-                    }
-                    CallOutcome::Failed(RuntimeError::from_wire(
-                        code,
-                        text,
-                        info.call,
-                        info.deadline_after,
-                    ))
-                });
-                if late.is_err() {
-                    counts.late_result_discarded();
-                }
+                on_error_answer(hub, counts, from, (call, code), text);
             }
             Message::Request { call, deadline } => {
                 let until = now
@@ -170,6 +152,39 @@ impl Runtime {
             // Goodbyes are the transport's; anything else is ignored.
             _ => {}
         }
+    }
+}
+
+/// Ends the call an error frame from `from` answers, with the error it
+/// carries (`code` and `text`), or counts the frame as late if the call
+/// ended already.
+fn on_error_answer(
+    hub: &Hub,
+    counts: &mut OwnerCounts,
+    from: Rank,
+    (call, code): (Call, ErrorCode),
+    text: &str,
+) {
+    let late = hub.calls.complete(call.request, |info| {
+        if info.peer != from || info.call.action != call.action {
+            counts.failed();
+            return CallOutcome::Failed(mismatch(from));
+        }
+        // The target decided the deadline had passed.
+        if code == ErrorCode::DeadlineExceeded {
+            counts.deadline_expiry();
+        } else {
+            counts.failed();
+        }
+        CallOutcome::Failed(RuntimeError::from_wire(
+            code,
+            text,
+            info.call,
+            info.deadline_after,
+        ))
+    });
+    if late.is_err() {
+        counts.late_result_discarded();
     }
 }
 
