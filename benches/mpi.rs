@@ -54,7 +54,7 @@ use dinah::std::{
 mod echo;
 #[path = "support/frames.rs"]
 mod frames;
-use echo::{Echo, EchoF64, EchoF64Pair};
+use echo::{Echo, EchoF64, EchoF64Pair, echo_loop};
 use frames::raw_frame;
 #[path = "support/raw_mpi.rs"]
 mod raw_mpi;
@@ -459,27 +459,20 @@ fn sweep(
     floors: &[(Duration, Duration)],
     table: &mut Table,
 ) {
-    let client = runtime.client();
-    // Each echo sends the value the previous one brought back, as the raw
-    // ping-pong sends the buffer it has just read into: an echo consumes
-    // its argument.
-    let mut echoes = |make: &dyn Fn() -> EchoValue| {
-        median(plan.batches, || {
-            let mut value = make();
-            let start = Instant::now();
-            for _ in 0..plan.sweep_iterations {
-                value = value.echo(runtime, &client, peer);
-            }
-            start.elapsed() / plan.sweep_iterations as u32
-        })
-    };
     let mut numbers_rows = Vec::new();
     for (&size, &(raw, raw_echo)) in SIZES.iter().zip(floors) {
-        let echo = echoes(&|| EchoValue::Bytes(vec![0x5a; size]));
-        let numbers = echoes(&|| EchoValue::Numbers(vec![0.5; size / 8]));
+        let echo = per_echo(plan, |n| {
+            echo_loop(runtime, peer, Echo(vec![0x5a; size]), n)
+        });
+        let numbers = per_echo(plan, |n| {
+            echo_loop(runtime, peer, EchoF64(vec![0.5; size / 8]), n)
+        });
         // The same bytes as two vectors: the first a middle part of its
         // frame, the second its tail.
-        let pairs = echoes(&|| EchoValue::Pair(vec![0.5; size / 16], vec![0.25; size / 16]));
+        let pairs = per_echo(plan, |n| {
+            let halves = (vec![0.5; size / 16], vec![0.25; size / 16]);
+            echo_loop(runtime, peer, EchoF64Pair(halves.0, halves.1), n)
+        });
         table.payload_row("", size, raw, echo);
         table.raw_echo_row(size, raw_echo, echo);
         numbers_rows.push((size, raw, numbers, pairs));
@@ -492,42 +485,12 @@ fn sweep(
     }
 }
 
-/// A payload the sweep echoes, as one of the three echo actions takes it.
-enum EchoValue {
-    Bytes(Vec<u8>),
-    Numbers(Vec<f64>),
-    Pair(Vec<f64>, Vec<f64>),
-}
-
-impl EchoValue {
-    /// Echoes this value off `peer` and returns what came back, checked to
-    /// be as long as what went.
-    fn echo(self, runtime: &mut Runtime, client: &RuntimeClient, peer: Rank) -> Self {
-        match self {
-            Self::Bytes(bytes) => {
-                let len = bytes.len();
-                let back = runtime.block_on(client.spawn_on(peer, Echo(bytes)));
-                let back = back.expect("echo");
-                assert_eq!(back.len(), len);
-                Self::Bytes(back)
-            }
-            Self::Numbers(numbers) => {
-                let len = numbers.len();
-                let back = runtime.block_on(client.spawn_on(peer, EchoF64(numbers)));
-                let back = back.expect("echo");
-                assert_eq!(back.len(), len);
-                Self::Numbers(back)
-            }
-            Self::Pair(a, b) => {
-                let len = b.len();
-                let (a, b) = runtime
-                    .block_on(client.spawn_on(peer, EchoF64Pair(a, b)))
-                    .expect("echo");
-                assert_eq!(b.len(), len);
-                Self::Pair(a, b)
-            }
-        }
-    }
+/// The median over the plan's batches of the mean time of one echo, each
+/// batch `echoes` of the plan's `sweep_iterations` (given the count,
+/// returning the time they took).
+fn per_echo(plan: Plan, mut echoes: impl FnMut(u64) -> Duration) -> Duration {
+    let n = plan.sweep_iterations;
+    median(plan.batches, || echoes(n as u64) / n as u32)
 }
 
 /// A runtime for this rank with limits that admit 1,024 calls in flight.

@@ -59,7 +59,7 @@ mod frames;
 mod noop;
 #[path = "support/raw_tcp.rs"]
 mod raw_tcp;
-use echo::{Echo, EchoF64, EchoF64Pair};
+use echo::{Echo, EchoF64, EchoF64Pair, Echoed, echo_loop};
 use frames::raw_frame;
 use noop::Noop;
 
@@ -201,57 +201,12 @@ impl Pair {
         }
     }
 
-    /// `n` echoes of `payload`, one call at a time; returns the time they
-    /// took. Each echo sends the buffer the previous one brought back, as
-    /// the raw ping-pong sends the buffer it has just read into: an echo
-    /// consumes its argument and returns a buffer of the same length.
-    fn echo(&mut self, n: u64, payload: &[u8]) -> Duration {
+    /// `n` echoes of `first`, one call at a time (see [`echo_loop`]);
+    /// returns the time they took.
+    fn echo<A: Echoed>(&mut self, n: u64, first: A) -> Duration {
         let runtime = self.runtime();
-        let client = runtime.client();
         let peer = Rank::new(1, runtime.world()).unwrap();
-        let mut message = payload.to_vec();
-        let start = Instant::now();
-        for _ in 0..n {
-            message = runtime
-                .block_on(client.spawn_on(peer, Echo(message)))
-                .unwrap();
-            assert_eq!(message.len(), payload.len());
-        }
-        start.elapsed()
-    }
-
-    /// [`echo`](Self::echo) of `len` bytes as a `Vec<f64>`.
-    fn echo_f64(&mut self, n: u64, len: usize) -> Duration {
-        let runtime = self.runtime();
-        let client = runtime.client();
-        let peer = Rank::new(1, runtime.world()).unwrap();
-        let mut message = vec![0.5f64; len / 8];
-        let start = Instant::now();
-        for _ in 0..n {
-            message = runtime
-                .block_on(client.spawn_on(peer, EchoF64(message)))
-                .unwrap();
-            assert_eq!(message.len(), len / 8);
-        }
-        start.elapsed()
-    }
-
-    /// [`echo_f64`](Self::echo_f64) of the same bytes as two vectors of
-    /// `len / 16` numbers each.
-    fn echo_f64_pair(&mut self, n: u64, len: usize) -> Duration {
-        let runtime = self.runtime();
-        let client = runtime.client();
-        let peer = Rank::new(1, runtime.world()).unwrap();
-        let mut message = (vec![0.5f64; len / 16], vec![0.25f64; len / 16]);
-        let start = Instant::now();
-        for _ in 0..n {
-            let (a, b) = message;
-            message = runtime
-                .block_on(client.spawn_on(peer, EchoF64Pair(a, b)))
-                .unwrap();
-            assert_eq!(message.1.len(), len / 16);
-        }
-        start.elapsed()
+        echo_loop(runtime, peer, first, n)
     }
 }
 
@@ -512,21 +467,22 @@ fn payloads(c: &mut Criterion) {
         });
         group.bench_with_input(BenchmarkId::new("dinah", len), &len, |b, &len| {
             let mut pair = Pair::new(false);
-            let payload = vec![5u8; len];
-            b.iter_custom(|n| pair.echo(n, &payload));
+            b.iter_custom(|n| pair.echo(n, Echo(vec![5u8; len])));
         });
         group.bench_with_input(BenchmarkId::new("dinah_inline", len), &len, |b, &len| {
             let mut pair = Pair::new(true);
-            let payload = vec![5u8; len];
-            b.iter_custom(|n| pair.echo(n, &payload));
+            b.iter_custom(|n| pair.echo(n, Echo(vec![5u8; len])));
         });
         group.bench_with_input(BenchmarkId::new("dinah_f64", len), &len, |b, &len| {
             let mut pair = Pair::new(false);
-            b.iter_custom(|n| pair.echo_f64(n, len));
+            b.iter_custom(|n| pair.echo(n, EchoF64(vec![0.5; len / 8])));
         });
         group.bench_with_input(BenchmarkId::new("dinah_f64_pair", len), &len, |b, &len| {
             let mut pair = Pair::new(false);
-            b.iter_custom(|n| pair.echo_f64_pair(n, len));
+            b.iter_custom(|n| {
+                let halves = (vec![0.5; len / 16], vec![0.25; len / 16]);
+                pair.echo(n, EchoF64Pair(halves.0, halves.1))
+            });
         });
     }
     group.finish();

@@ -1,9 +1,47 @@
 //! The echo actions the TCP and MPI payload rows call: each sends its
 //! payload back, consumed when it is sent so that a large payload travels
 //! in its own allocation both ways (a part of its frame held apart, see
-//! `dinah_std::transport::Frame`).
+//! `dinah_std::transport::Frame`); and the loop that times them.
 
-use dinah_std::{Action, CodecError, SegmentReader, SegmentWriter, WireValue, schema_id};
+use std::time::{Duration, Instant};
+
+use dinah_core::Rank;
+use dinah_std::{Action, CodecError, Runtime, SegmentReader, SegmentWriter, WireValue, schema_id};
+
+/// An echo action: its answer makes the next call.
+pub(crate) trait Echoed: Action + Sized {
+    /// The call that sends back what this one's answer holds.
+    fn again(output: Self::Output) -> Self;
+    /// How many elements the payload holds (of its last vector): an echo
+    /// returns as many as it was sent.
+    fn len(&self) -> usize;
+}
+
+/// Echoes `first` off `peer` `n` times, one call at a time, each call
+/// sending what the previous one brought back (as the raw ping-pong sends
+/// the buffer it has just read into: an echo consumes its argument);
+/// returns the time the calls took.
+///
+/// # Panics
+///
+/// If a call fails, or an answer is not as long as what was sent.
+pub(crate) fn echo_loop<A: Echoed>(
+    runtime: &mut Runtime,
+    peer: Rank,
+    first: A,
+    n: u64,
+) -> Duration {
+    let client = runtime.client();
+    let len = first.len();
+    let mut value = first;
+    let start = Instant::now();
+    for _ in 0..n {
+        let output = runtime.block_on(client.spawn_on(peer, value));
+        value = A::again(output.expect("an echo"));
+        assert_eq!(value.len(), len);
+    }
+    start.elapsed()
+}
 
 /// Sends its bytes back.
 pub(crate) struct Echo(pub(crate) Vec<u8>);
@@ -26,6 +64,15 @@ impl Action for Echo {
     type Output = Vec<u8>;
 }
 
+impl Echoed for Echo {
+    fn again(output: Vec<u8>) -> Self {
+        Self(output)
+    }
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+}
+
 /// Sends its numbers back: [`Echo`]'s bytes as the `f64`s an HPC code
 /// sends.
 pub(crate) struct EchoF64(pub(crate) Vec<f64>);
@@ -46,6 +93,15 @@ impl WireValue for EchoF64 {
 impl Action for EchoF64 {
     const ID: u128 = 0xbe4c_0005;
     type Output = Vec<f64>;
+}
+
+impl Echoed for EchoF64 {
+    fn again(output: Vec<f64>) -> Self {
+        Self(output)
+    }
+    fn len(&self) -> usize {
+        self.0.len()
+    }
 }
 
 /// Sends two vectors of numbers back: an HPC call with two arrays, whose
@@ -72,4 +128,13 @@ impl WireValue for EchoF64Pair {
 impl Action for EchoF64Pair {
     const ID: u128 = 0xbe4c_0006;
     type Output = (Vec<f64>, Vec<f64>);
+}
+
+impl Echoed for EchoF64Pair {
+    fn again((first, second): (Vec<f64>, Vec<f64>)) -> Self {
+        Self(first, second)
+    }
+    fn len(&self) -> usize {
+        self.1.len()
+    }
 }
