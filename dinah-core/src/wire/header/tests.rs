@@ -1,7 +1,8 @@
+use super::decode::decode_message;
 use super::*;
 use crate::wire::test_support::*;
-use crate::wire::{Channel, ProtocolError as E};
-use crate::{LimitField, WorldSize};
+use crate::wire::{Channel, DecodeContext, ErrorCode, HeaderField, ProtocolError as E};
+use crate::{IdKind, LimitField, WorldSize};
 
 extern crate std;
 use std::vec::Vec;
