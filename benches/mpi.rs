@@ -348,7 +348,11 @@ fn measure(
     // Both no-ops: the handler on a worker (pooled), then inline.
     for inline in [false, true] {
         let kind = if inline { "inline" } else { "pooled" };
-        let calls = NoopCalls { peer, inline };
+        let calls = NoopCalls {
+            client: client.clone(),
+            peer,
+            inline,
+        };
         if options.wanted(&format!("round-trip-{kind}")) {
             let one = round_trip(runtime, &calls, options.plan);
             let ratio = one.as_secs_f64() / floors.raw_8.as_secs_f64();
@@ -375,7 +379,6 @@ fn measure(
     if options.wanted("sweep") {
         sweep(runtime, peer, options.plan, &floors.sweep, table);
     }
-    let client = runtime.client();
     let me = runtime.rank();
     for other in runtime.world().ranks().filter(|&r| r != me) {
         runtime.block_on(client.spawn_on(other, Stop))?;
@@ -398,16 +401,17 @@ fn serve(runtime: &mut Runtime, stop: &AtomicBool) {
 
 /// The no-op calls to one peer: pooled or inline.
 struct NoopCalls {
+    client: RuntimeClient,
     peer: Rank,
     inline: bool,
 }
 
 impl NoopCalls {
-    fn call(&self, client: &RuntimeClient) -> RemoteFuture<()> {
+    fn call(&self) -> RemoteFuture<()> {
         if self.inline {
-            client.spawn_on(self.peer, NoopInline)
+            self.client.spawn_on(self.peer, NoopInline)
         } else {
-            client.spawn_on(self.peer, Noop)
+            self.client.spawn_on(self.peer, Noop)
         }
     }
 }
@@ -415,11 +419,10 @@ impl NoopCalls {
 /// The mean no-op round trip with one call in flight, median of the
 /// plan's batches.
 fn round_trip(runtime: &mut Runtime, calls: &NoopCalls, plan: Plan) -> Duration {
-    let client = runtime.client();
     median(plan.batches, || {
         let start = Instant::now();
         for _ in 0..plan.round_trips {
-            runtime.block_on(calls.call(&client)).expect("no-op");
+            runtime.block_on(calls.call()).expect("no-op");
         }
         start.elapsed() / plan.round_trips as u32
     })
@@ -429,19 +432,18 @@ fn round_trip(runtime: &mut Runtime, calls: &NoopCalls, plan: Plan) -> Duration 
 /// new call issued as each oldest one is answered), median of the plan's
 /// batches.
 fn pipelined(runtime: &mut Runtime, calls: &NoopCalls, plan: Plan) -> Duration {
-    let client = runtime.client();
     median(plan.batches, || {
         let start = Instant::now();
         let mut in_flight = VecDeque::with_capacity(plan.window);
         let mut issued = 0;
         while issued < plan.pipelined.min(plan.window) {
-            in_flight.push_back(calls.call(&client));
+            in_flight.push_back(calls.call());
             issued += 1;
         }
         while let Some(pending) = in_flight.pop_front() {
             runtime.block_on(pending).expect("no-op");
             if issued < plan.pipelined {
-                in_flight.push_back(calls.call(&client));
+                in_flight.push_back(calls.call());
                 issued += 1;
             }
         }
